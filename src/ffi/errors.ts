@@ -1,0 +1,114 @@
+// Native failures as Node-style system errors, and the two checkers for C's
+// two return conventions.
+import { getSystemErrorMap } from 'node:util';
+import { execFileSync } from 'node:child_process';
+import koffi from 'koffi';
+
+const systemErrors = getSystemErrorMap();
+
+/** The symbolic name of an errno value, e.g. 19 → 'ENODEV'. */
+export function errnoName(errno: number): string {
+  return systemErrors.get(-errno)?.[0] ?? `E${errno}`;
+}
+
+/** strerror(errno), as Node knows it. */
+export function errnoMessage(errno: number): string {
+  return systemErrors.get(-errno)?.[1] ?? `unknown error ${errno}`;
+}
+
+function memlockLimit(): string {
+  try {
+    return execFileSync('sh', ['-c', 'ulimit -l'], { encoding: 'utf8' }).trim() + ' KiB';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** A hint that says what to do about the common failures. */
+function hintFor(code: string, syscall: string): string | undefined {
+  if (code === 'ENODEV' || (code === 'ENOENT' && syscall.startsWith('rdma_create_ep'))) {
+    return 'no RDMA device — see scripts/setup-rxe.sh (or run inside scripts/rxe-vm.sh)';
+  }
+  if (code === 'ENOMEM' && /reg_mr|reg_msgs|reg_read|reg_write/.test(syscall)) {
+    return `memory registration needs locked memory: check RLIMIT_MEMLOCK (ulimit -l is ${memlockLimit()}); raise it, e.g. ulimit -l unlimited`;
+  }
+  if (code === 'EADDRNOTAVAIL' || (code === 'ENODEV' && syscall.startsWith('rdma_bind'))) {
+    return 'no RDMA device owns that address; bind to an address of an RDMA-capable interface';
+  }
+  if (code === 'EOPNOTSUPP') {
+    return 'the device or provider does not support this operation';
+  }
+  if (code === 'ETIMEDOUT') {
+    return 'the peer did not answer in time; check the address, the port and that the peer is listening';
+  }
+  if (code === 'EACCES' || code === 'EPERM') {
+    return 'permission denied: RDMA devices under /dev/infiniband need read/write access';
+  }
+  return undefined;
+}
+
+/** A native call failed; shaped like Node's system errors (code, errno, syscall). */
+export class RdmaError extends Error {
+  override name = 'RdmaError';
+  readonly code: string;
+  readonly errno: number;
+  readonly syscall: string;
+  readonly hint: string | undefined;
+
+  constructor(syscall: string, errno: number, detail?: string) {
+    const code = errnoName(errno);
+    const hint = hintFor(code, syscall);
+    const parts = [`${syscall} failed: ${code} (${errnoMessage(errno)})`];
+    if (detail) parts.push(detail);
+    if (hint) parts.push(hint);
+    super(parts.join(' — '));
+    this.code = code;
+    this.errno = errno;
+    this.syscall = syscall;
+    this.hint = hint;
+  }
+}
+
+/** A function the installed library is too old to have (or the device does not support). */
+export class UnsupportedError extends Error {
+  override name = 'UnsupportedError';
+  readonly code = 'EOPNOTSUPP';
+  constructor(readonly feature: string, reason: string) {
+    super(`${feature} is unsupported ${reason}`);
+  }
+}
+
+/** A shared library could not be loaded. */
+export class LibraryLoadError extends Error {
+  override name = 'LibraryLoadError';
+  readonly code = 'ERR_RDMACM_LIBRARY';
+  constructor(readonly library: string, readonly tried: readonly string[], options: { cause: unknown }) {
+    super(
+      `could not load ${library} (tried: ${tried.join(', ')}). ` +
+        'Install rdma-core\'s runtime: Debian/Ubuntu `apt-get install librdmacm1 ibverbs-providers`, ' +
+        'Fedora/RHEL `dnf install librdmacm libibverbs`.' +
+        ` Last error: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`,
+      options,
+    );
+  }
+}
+
+/**
+ * rdma_* convention: -1 (or a NULL pointer) with errno set. Reads errno at once,
+ * before anything else can overwrite it.
+ */
+export function checkRdma(syscall: string, result: number): number {
+  if (result === -1) throw new RdmaError(syscall, koffi.errno() || 5 /* EIO */);
+  return result;
+}
+
+/** rdma_* calls that return a pointer: NULL means failure with errno set. */
+export function checkPointer<T extends bigint>(syscall: string, result: T | null): T {
+  if (result === null || result === 0n) throw new RdmaError(syscall, koffi.errno() || 5 /* EIO */);
+  return result;
+}
+
+/** Verbs convention: 0 on success, otherwise a positive errno (some providers return -errno). */
+export function checkVerbs(syscall: string, result: number): void {
+  if (result !== 0) throw new RdmaError(syscall, Math.abs(result) || koffi.errno() || 5);
+}

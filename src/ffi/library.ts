@@ -1,0 +1,154 @@
+// One lazy loader for a shared library and its declarative function table.
+// Importing binds nothing: the library is opened on the first call, and each
+// function is bound once, on first use.
+import koffi, { type LibraryHandle } from 'koffi';
+import { LibraryLoadError, UnsupportedError } from './errors.js';
+
+/** A native address. koffi 3 passes pointers as bigint. */
+export type Pointer = bigint;
+/** What a pointer parameter accepts: an address, NULL, or memory koffi passes by address. */
+export type PointerArg = Pointer | null | ArrayBufferView;
+
+/**
+ * One table entry: the C result type and the C parameters, written as in the
+ * header ("struct rdma_cm_id **id"). `since` marks symbols newer than the
+ * oldest supported library; they may be absent.
+ */
+export interface FunctionSpec {
+  readonly result: string;
+  readonly params: readonly string[];
+  readonly since?: string;
+}
+
+/** Declare a table entry; the literal C types are kept for the derived TypeScript signature. */
+export const fn = <const R extends string, const P extends readonly string[]>(result: R, params: P, since?: string) =>
+  (since === undefined ? { result, params } : { result, params, since }) as { readonly result: R; readonly params: P; readonly since?: string };
+
+type Trim<S extends string> = S extends ` ${infer R}` ? Trim<R> : S extends `${infer R} ` ? Trim<R> : S;
+
+/** The TypeScript type a C parameter takes. */
+export type ParamType<P extends string> = Trim<P> extends `const char *${string}`
+  ? string | null
+  : Trim<P> extends `${string}*${string}`
+    ? PointerArg
+    : Trim<P> extends `${'uint64_t' | 'size_t' | 'int64_t'} ${string}`
+      ? number | bigint
+      : number;
+
+/** The TypeScript type a C result comes back as. */
+export type ResultType<R extends string> = R extends 'void'
+  ? void
+  : R extends 'const char *'
+    ? string | null
+    : R extends `${string}*`
+      ? Pointer | null
+      : R extends 'uint64_t' | 'size_t'
+        ? number | bigint
+        : number;
+
+type Params<P extends readonly string[]> = { -readonly [K in keyof P]: P[K] extends string ? ParamType<P[K]> : never };
+
+export type BoundFunction<S extends FunctionSpec> = (...args: Params<S['params']>) => ResultType<S['result']>;
+
+export type BoundLibrary<T extends Record<string, FunctionSpec>> = { readonly [K in keyof T]: BoundFunction<T[K]> } & {
+  /** Whether the loaded library exports `name` (loads the library). */
+  has(name: keyof T & string): boolean;
+  /** The path or soname the library was loaded from (loads the library). */
+  readonly loadedFrom: string;
+};
+
+/** Reduce a C type to what koffi marshals: every data pointer is passed as an address. */
+export function koffiType(cType: string): string {
+  const type = cType.replace(/\b(struct|union|enum|const)\s+/g, (m) => (m.startsWith('const') ? m : '')).trim();
+  if (/^const\s+char\s*\*$/.test(type)) return 'const char *';
+  if (type.includes('*')) return 'void *';
+  if (/^enum\b/.test(cType.trim())) return 'int';
+  const base = type.replace(/^const\s+/, '');
+  if (/^__be(16|32|64)$/.test(base)) return `uint${base.slice(4)}_t`;
+  if (base === 'socklen_t') return 'uint32_t';
+  return base;
+}
+
+/** Split "struct rdma_cm_id **id" into its type; a bare type is returned unchanged. */
+export function paramCType(param: string): string {
+  const match = /^(.*?[\s*])([A-Za-z_]\w*)$/.exec(param.trim());
+  if (!match || /^(int|void|char|long|short|unsigned|signed)$/.test(match[2]!) || match[1]!.trim() === '') return param.trim();
+  return match[1]!.trim();
+}
+
+export interface LibraryOptions {
+  /** How the library is named in messages, e.g. 'librdmacm'. */
+  readonly name: string;
+  /** Runtime sonames to try, in order. */
+  readonly sonames: readonly string[];
+  /** An environment variable that, when set, names the only file to load. */
+  readonly envOverride: string;
+}
+
+/** Bind a function table to a lazily loaded library. */
+export function defineLibrary<T extends Record<string, FunctionSpec>>(options: LibraryOptions, table: T): BoundLibrary<T> {
+  let handle: { lib: LibraryHandle; from: string } | undefined;
+
+  const open = () => {
+    if (handle) return handle;
+    const override = process.env[options.envOverride];
+    const candidates = override ? [override] : [...options.sonames];
+    let lastError: unknown;
+    for (const candidate of candidates) {
+      try {
+        handle = { lib: koffi.load(candidate), from: candidate };
+        return handle;
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    const tried = override ? [`${override} (from ${options.envOverride})`] : candidates;
+    throw new LibraryLoadError(options.name, tried, { cause: lastError });
+  };
+
+  const bind = (name: string, spec: FunctionSpec): (...args: unknown[]) => unknown => {
+    const { lib } = open();
+    try {
+      return lib.func(name, koffiType(spec.result), spec.params.map((p) => koffiType(paramCType(p))));
+    } catch (error) {
+      if (spec.since === undefined) throw error;
+      return () => {
+        throw new UnsupportedError(name, `by the installed ${options.name} (it needs ${spec.since})`);
+      };
+    }
+  };
+
+  const bound: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(table)) {
+    Object.defineProperty(bound, name, {
+      enumerable: true,
+      configurable: true,
+      get() {
+        const fn = bind(name, spec);
+        Object.defineProperty(bound, name, { value: fn, enumerable: true });
+        return fn;
+      },
+    });
+  }
+  const symbolExists = new Map<string, boolean>();
+  Object.defineProperty(bound, 'has', {
+    value(name: string): boolean {
+      let known = symbolExists.get(name);
+      if (known === undefined) {
+        const spec = table[name];
+        if (!spec) return false;
+        try {
+          open().lib.func(name, koffiType(spec.result), spec.params.map((p) => koffiType(paramCType(p))));
+          known = true;
+        } catch (error) {
+          if (error instanceof LibraryLoadError) throw error;
+          known = false;
+        }
+        symbolExists.set(name, known);
+      }
+      return known;
+    },
+  });
+  Object.defineProperty(bound, 'loadedFrom', { get: () => open().from });
+  return bound as BoundLibrary<T>;
+}

@@ -1,0 +1,7 @@
+// The C layouts, one koffi type per C struct, each beside its TypeScript type.
+export * from './registry.js';
+export * from './socket.js';
+export * from './verbs-device.js';
+export * from './verbs-resources.js';
+export * from './verbs-work.js';
+export * from './rdma-cma.js';

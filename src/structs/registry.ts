@@ -1,0 +1,32 @@
+// Every C layout the binding declares, recorded under its C name so the layout
+// test can check each one against the real headers.
+import koffi, { type TypeObject } from 'koffi';
+
+export interface DeclaredLayout {
+  /** The C spelling, e.g. 'struct ibv_wc' or 'union ibv_gid'. */
+  readonly cName: string;
+  readonly type: TypeObject;
+}
+
+export const declaredLayouts: DeclaredLayout[] = [];
+
+/** koffi's field map (its last overload of struct() takes only the fields). */
+type Fields = Parameters<typeof koffi.struct>[0];
+
+/** koffi.struct under the C struct's own name (so koffi.type('ibv_wc') resolves it). */
+export function cStruct(name: string, fields: Fields): TypeObject {
+  const type = koffi.struct(name, fields);
+  declaredLayouts.push({ cName: `struct ${name}`, type });
+  return type;
+}
+
+/** koffi.union under the C union's own name. */
+export function cUnion(name: string, fields: Fields): TypeObject {
+  const type = koffi.union(name, fields);
+  declaredLayouts.push({ cName: `union ${name}`, type });
+  return type;
+}
+
+/** An anonymous struct or union nested in another declaration (checked through its parent). */
+export const anonymousStruct = (fields: Fields): TypeObject => koffi.struct(fields);
+export const anonymousUnion = (fields: Fields): TypeObject => koffi.union(fields);
