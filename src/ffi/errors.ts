@@ -26,8 +26,11 @@ function memlockLimit(): string {
 
 /** A hint that says what to do about the common failures. */
 function hintFor(code: string, syscall: string): string | undefined {
-  if (code === 'ENODEV' || (code === 'ENOENT' && syscall.startsWith('rdma_create_ep'))) {
+  if (code === 'ENODEV') {
     return 'no RDMA device — see scripts/setup-rxe.sh (or run inside scripts/rxe-vm.sh)';
+  }
+  if (code === 'ENOSYS') {
+    return 'the kernel has no RDMA support (ib_uverbs is not loaded) — see scripts/setup-rxe.sh, or use scripts/rxe-vm.sh';
   }
   if (code === 'ENOMEM' && /reg_mr|reg_msgs|reg_read|reg_write/.test(syscall)) {
     return `memory registration needs locked memory: check RLIMIT_MEMLOCK (ulimit -l is ${memlockLimit()}); raise it, e.g. ulimit -l unlimited`;

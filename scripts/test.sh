@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# rdmacm's test command (npm test): both tiers.
+#
+#   scripts/test.sh [all|host|device]     (default: all)
+#
+# host:   needs no RDMA device; runs here with tsx.
+# device: needs an RDMA device. Where this host has one (/sys/class/infiniband,
+#         or RDMACM_TEST_DEVICE names it) the tier runs here; elsewhere it runs
+#         inside a soft-RoCE VM (scripts/rxe-vm.sh). The tests run as built JS in
+#         one node process, since start-up is slow in the emulated guest.
+# With CI=true the device tier must really run: a skipped device test fails it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tier=${1:-all}
+bash scripts/install-deps.sh test
+[ -d node_modules/koffi ] || npm ci --no-audit --no-fund
+npm run --silent build
+
+status=0
+if [ "$tier" = all ] || [ "$tier" = host ]; then
+  echo "== host tier"
+  node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
+fi
+
+host_has_device() {
+  [ -n "${RDMACM_TEST_DEVICE:-}" ] || { [ -d /sys/class/infiniband ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; }
+}
+
+if [ "$tier" = all ] || [ "$tier" = device ]; then
+  if host_has_device; then
+    echo "== device tier (on this host's RDMA device)"
+    node dist/tests/device/run.js || status=1
+  else
+    echo "== device tier (in a soft-RoCE VM)"
+    bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" -- node dist/tests/device/run.js || status=1
+  fi
+fi
+exit $status

@@ -1,0 +1,9 @@
+// The table of CLI commands: each one's name, one-line summary and entry point.
+export interface Command {
+  readonly name: string;
+  readonly summary: string;
+  /** Runs with the arguments after the command name; resolves to the exit code. */
+  readonly run: (argv: string[]) => Promise<number>;
+}
+
+export const commands: readonly Command[] = [];

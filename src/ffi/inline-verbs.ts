@@ -1,0 +1,319 @@
+// The static inline verbs, reimplemented in one place. verbs.h's ibv_post_send,
+// ibv_post_recv, ibv_post_srq_recv, ibv_poll_cq and ibv_req_notify_cq call
+// through context->ops; rdma_verbs.h's helpers wrap them. No symbol exists for
+// any of them, so the function pointers are read from struct ibv_context_ops
+// and bound once per context.
+import koffi, { type TypeObject } from 'koffi';
+import { libibverbs } from './libibverbs.js';
+import type { Pointer, PointerArg } from './library.js';
+import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp } from '../structs/verbs-resources.js';
+import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
+import { rdma_cm_id } from '../structs/rdma-cma.js';
+
+/** ibv_access_flags. */
+export const IBV_ACCESS_LOCAL_WRITE = 1;
+export const IBV_ACCESS_REMOTE_WRITE = 1 << 1;
+export const IBV_ACCESS_REMOTE_READ = 1 << 2;
+export const IBV_ACCESS_REMOTE_ATOMIC = 1 << 3;
+/** ibv_wr_opcode values the helpers use. */
+export const IBV_WR_RDMA_WRITE = 0;
+export const IBV_WR_RDMA_WRITE_WITH_IMM = 1;
+export const IBV_WR_SEND = 2;
+export const IBV_WR_SEND_WITH_IMM = 3;
+export const IBV_WR_RDMA_READ = 4;
+export const IBV_WR_ATOMIC_CMP_AND_SWP = 5;
+export const IBV_WR_ATOMIC_FETCH_AND_ADD = 6;
+/** ibv_send_flags. */
+export const IBV_SEND_FENCE = 1 << 0;
+export const IBV_SEND_SIGNALED = 1 << 1;
+export const IBV_SEND_SOLICITED = 1 << 2;
+export const IBV_SEND_INLINE = 1 << 3;
+/** The qkey of every rdma_post_ud_send (rdma_cma.h). */
+export const RDMA_UDP_QKEY = 0x01234567;
+
+const postSendProto = koffi.proto('int rdmacm_post_send_fn(void *qp, void *wr, void *bad_wr)');
+const postRecvProto = koffi.proto('int rdmacm_post_recv_fn(void *qp, void *wr, void *bad_wr)');
+const postSrqRecvProto = koffi.proto('int rdmacm_post_srq_recv_fn(void *srq, void *wr, void *bad_wr)');
+const pollCqProto = koffi.proto('int rdmacm_poll_cq_fn(void *cq, int num_entries, void *wc)');
+const reqNotifyCqProto = koffi.proto('int rdmacm_req_notify_cq_fn(void *cq, int solicited_only)');
+
+/** The data-path verbs of one device context, bound once. */
+export interface ContextOps {
+  /** ops.post_send(qp, wr, &bad_wr): 0 or a positive errno. */
+  readonly postSend: (qp: PointerArg, wr: PointerArg, badWr: PointerArg) => number;
+  /** ops.post_recv(qp, wr, &bad_wr). */
+  readonly postRecv: (qp: PointerArg, wr: PointerArg, badWr: PointerArg) => number;
+  /** ops.post_srq_recv(srq, wr, &bad_wr). */
+  readonly postSrqRecv: (srq: PointerArg, wr: PointerArg, badWr: PointerArg) => number;
+  /** ops.poll_cq(cq, n, wc[]): the number of completions, or < 0 on error. */
+  readonly pollCq: (cq: PointerArg, numEntries: number, wc: PointerArg) => number;
+  /** ops.req_notify_cq(cq, solicited_only): 0 or a positive errno. */
+  readonly reqNotifyCq: (cq: PointerArg, solicitedOnly: number) => number;
+}
+
+const opsOffset = koffi.offsetof(ibv_context, 'ops');
+const opsCache = new Map<Pointer, ContextOps>();
+
+function readPointer(address: Pointer, offset: number): Pointer {
+  return BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
+}
+
+function bindOp<F>(context: Pointer, slot: string, proto: TypeObject): F {
+  const fnPointer = readPointer(context, opsOffset + koffi.offsetof(ibv_context_ops, slot));
+  if (fnPointer === 0n) {
+    return ((): number => 95 /* EOPNOTSUPP */) as F;
+  }
+  return koffi.decode(fnPointer, proto) as F;
+}
+
+/** The bound data-path verbs of a struct ibv_context, resolved on first use and cached. */
+export function contextOps(context: Pointer): ContextOps {
+  let ops = opsCache.get(context);
+  if (!ops) {
+    ops = {
+      postSend: bindOp(context, 'post_send', postSendProto),
+      postRecv: bindOp(context, 'post_recv', postRecvProto),
+      postSrqRecv: bindOp(context, 'post_srq_recv', postSrqRecvProto),
+      pollCq: bindOp(context, 'poll_cq', pollCqProto),
+      reqNotifyCq: bindOp(context, 'req_notify_cq', reqNotifyCqProto),
+    };
+    opsCache.set(context, ops);
+  }
+  return ops;
+}
+
+/** Forget a context's bound ops (call before ibv_close_device frees it). */
+export function forgetContextOps(context: Pointer): void {
+  opsCache.delete(context);
+}
+
+const qpContextOffset = koffi.offsetof(ibv_qp, 'context');
+const cqContextOffset = koffi.offsetof(ibv_cq, 'context');
+const idField = (name: string) => koffi.offsetof(rdma_cm_id, name);
+const ID_QP = idField('qp');
+const ID_PD = idField('pd');
+const ID_SRQ = idField('srq');
+const ID_SEND_CQ = idField('send_cq');
+const ID_RECV_CQ = idField('recv_cq');
+const ID_SEND_CQ_CHANNEL = idField('send_cq_channel');
+const ID_RECV_CQ_CHANNEL = idField('recv_cq_channel');
+const srqContextOffset = 0; // struct ibv_srq starts with its context, like ibv_qp and ibv_cq
+
+const qpOps = (qp: Pointer) => contextOps(readPointer(qp, qpContextOffset));
+const cqOps = (cq: Pointer) => contextOps(readPointer(cq, cqContextOffset));
+
+/** ibv_post_send (verbs.h inline). */
+export function ibv_post_send(qp: Pointer, wr: PointerArg, badWr: PointerArg): number {
+  return qpOps(qp).postSend(qp, wr, badWr);
+}
+/** ibv_post_recv (verbs.h inline). */
+export function ibv_post_recv(qp: Pointer, wr: PointerArg, badWr: PointerArg): number {
+  return qpOps(qp).postRecv(qp, wr, badWr);
+}
+/** ibv_post_srq_recv (verbs.h inline). */
+export function ibv_post_srq_recv(srq: Pointer, wr: PointerArg, badWr: PointerArg): number {
+  return contextOps(readPointer(srq, srqContextOffset)).postSrqRecv(srq, wr, badWr);
+}
+/** ibv_poll_cq (verbs.h inline). */
+export function ibv_poll_cq(cq: Pointer, numEntries: number, wc: PointerArg): number {
+  return cqOps(cq).pollCq(cq, numEntries, wc);
+}
+/** ibv_req_notify_cq (verbs.h inline). */
+export function ibv_req_notify_cq(cq: Pointer, solicitedOnly: number): number {
+  return cqOps(cq).reqNotifyCq(cq, solicitedOnly);
+}
+
+/** rdma_verbs.h's rdma_seterrno: a verbs errno becomes -1 with errno set. */
+function seterrno(ret: number): number {
+  if (ret) {
+    koffi.errno(ret);
+    return -1;
+  }
+  return 0;
+}
+
+// One scratch area for the helpers' on-stack structs: calls are synchronous and
+// the provider copies a work request before post returns, so it is reused.
+const SEND_WR = 0;
+const RECV_WR = SEND_WR + ibv_send_wr.size;
+const SGE = RECV_WR + ibv_recv_wr.size;
+const BAD_WR = SGE + ibv_sge.size;
+const SCRATCH_SIZE = BAD_WR + 8;
+let scratch: { address: Pointer; view: DataView } | undefined;
+function scratchArea() {
+  if (!scratch) {
+    const address = koffi.alloc('uint8_t', SCRATCH_SIZE) as Pointer;
+    scratch = { address, view: new DataView(koffi.view(address, SCRATCH_SIZE)) };
+  }
+  return scratch;
+}
+
+const SEND = {
+  wr_id: koffi.offsetof(ibv_send_wr, 'wr_id'),
+  next: koffi.offsetof(ibv_send_wr, 'next'),
+  sg_list: koffi.offsetof(ibv_send_wr, 'sg_list'),
+  num_sge: koffi.offsetof(ibv_send_wr, 'num_sge'),
+  opcode: koffi.offsetof(ibv_send_wr, 'opcode'),
+  send_flags: koffi.offsetof(ibv_send_wr, 'send_flags'),
+  wr: koffi.offsetof(ibv_send_wr, 'wr'),
+};
+// Inside the wr union: rdma {remote_addr, rkey}; ud {ah, remote_qpn, remote_qkey}.
+const WR_REMOTE_ADDR = 0;
+const WR_RKEY = 8;
+const WR_UD_AH = 0;
+const WR_UD_REMOTE_QPN = 8;
+const WR_UD_REMOTE_QKEY = 12;
+
+const toU64 = (value: Pointer | number | null) => BigInt(value ?? 0);
+
+function sendWr(context: Pointer | null, sgl: Pointer, nsge: number, opcode: number, flags: number): { address: Pointer; view: DataView } {
+  const area = scratchArea();
+  const v = area.view;
+  for (let i = 0; i < ibv_send_wr.size; i += 8) v.setBigUint64(SEND_WR + i, 0n, true);
+  v.setBigUint64(SEND_WR + SEND.wr_id, toU64(context), true);
+  v.setBigUint64(SEND_WR + SEND.sg_list, sgl, true);
+  v.setInt32(SEND_WR + SEND.num_sge, nsge, true);
+  v.setInt32(SEND_WR + SEND.opcode, opcode, true);
+  v.setUint32(SEND_WR + SEND.send_flags, flags >>> 0, true);
+  return area;
+}
+
+function postScratchSend(id: Pointer): number {
+  const area = scratchArea();
+  return seterrno(ibv_post_send(readPointer(id, ID_QP), area.address + BigInt(SEND_WR), area.address + BigInt(BAD_WR)));
+}
+
+/** Write one SGE into scratch and return its address. */
+function scratchSge(addr: Pointer, length: number, lkey: number): Pointer {
+  const area = scratchArea();
+  area.view.setBigUint64(SGE, addr, true);
+  area.view.setUint32(SGE + 8, length >>> 0, true);
+  area.view.setUint32(SGE + 12, lkey >>> 0, true);
+  return area.address + BigInt(SGE);
+}
+
+const MR_ADDR = koffi.offsetof(ibv_mr, 'addr');
+const MR_LENGTH = koffi.offsetof(ibv_mr, 'length');
+const MR_LKEY = koffi.offsetof(ibv_mr, 'lkey');
+const mrLkey = (mr: Pointer | null) => (mr ? (koffi.decode(mr, MR_LKEY, 'uint32_t') as number) : 0);
+
+/** rdma_reg_msgs: LOCAL_WRITE on id->pd. */
+export function rdma_reg_msgs(id: Pointer, addr: PointerArg, length: number): Pointer | null {
+  return libibverbs.ibv_reg_mr(readPointer(id, ID_PD), addr, length, IBV_ACCESS_LOCAL_WRITE);
+}
+/** rdma_reg_read: LOCAL_WRITE | REMOTE_READ. */
+export function rdma_reg_read(id: Pointer, addr: PointerArg, length: number): Pointer | null {
+  return libibverbs.ibv_reg_mr(readPointer(id, ID_PD), addr, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+}
+/** rdma_reg_write: LOCAL_WRITE | REMOTE_WRITE. */
+export function rdma_reg_write(id: Pointer, addr: PointerArg, length: number): Pointer | null {
+  return libibverbs.ibv_reg_mr(readPointer(id, ID_PD), addr, length, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+}
+/** rdma_dereg_mr: -1 with errno on failure. */
+export function rdma_dereg_mr(mr: Pointer): number {
+  return seterrno(libibverbs.ibv_dereg_mr(mr));
+}
+
+/** rdma_post_recvv: to id->srq when the id has one, else to id->qp. */
+export function rdma_post_recvv(id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number): number {
+  const area = scratchArea();
+  const v = area.view;
+  v.setBigUint64(RECV_WR, toU64(context), true);
+  v.setBigUint64(RECV_WR + 8, 0n, true);
+  v.setBigUint64(RECV_WR + 16, sgl, true);
+  v.setInt32(RECV_WR + 24, nsge, true);
+  const wr = area.address + BigInt(RECV_WR);
+  const bad = area.address + BigInt(BAD_WR);
+  const srq = readPointer(id, ID_SRQ);
+  if (srq !== 0n) return seterrno(ibv_post_srq_recv(srq, wr, bad));
+  return seterrno(ibv_post_recv(readPointer(id, ID_QP), wr, bad));
+}
+/** rdma_post_sendv. */
+export function rdma_post_sendv(id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number, flags: number): number {
+  sendWr(context, sgl, nsge, IBV_WR_SEND, flags);
+  return postScratchSend(id);
+}
+/** rdma_post_readv. */
+export function rdma_post_readv(
+  id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number, flags: number, remoteAddr: bigint, rkey: number,
+): number {
+  const { view } = sendWr(context, sgl, nsge, IBV_WR_RDMA_READ, flags);
+  view.setBigUint64(SEND_WR + SEND.wr + WR_REMOTE_ADDR, remoteAddr, true);
+  view.setUint32(SEND_WR + SEND.wr + WR_RKEY, rkey >>> 0, true);
+  return postScratchSend(id);
+}
+/** rdma_post_writev. */
+export function rdma_post_writev(
+  id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number, flags: number, remoteAddr: bigint, rkey: number,
+): number {
+  const { view } = sendWr(context, sgl, nsge, IBV_WR_RDMA_WRITE, flags);
+  view.setBigUint64(SEND_WR + SEND.wr + WR_REMOTE_ADDR, remoteAddr, true);
+  view.setUint32(SEND_WR + SEND.wr + WR_RKEY, rkey >>> 0, true);
+  return postScratchSend(id);
+}
+
+/**
+ * rdma_post_recv. C only assert()s that the buffer lies inside the MR; this
+ * checks it and fails with EINVAL instead.
+ */
+export function rdma_post_recv(id: Pointer, context: Pointer | null, addr: Pointer, length: number, mr: Pointer): number {
+  const mrAddr = readPointer(mr, MR_ADDR);
+  const mrLength = BigInt(koffi.decode(mr, MR_LENGTH, 'size_t') as number | bigint);
+  if (addr < mrAddr || addr + BigInt(length) > mrAddr + mrLength) return seterrno(22 /* EINVAL */);
+  return rdma_post_recvv(id, context, scratchSge(addr, length, mrLkey(mr)), 1);
+}
+/** rdma_post_send: mr may be NULL for inline data. */
+export function rdma_post_send(id: Pointer, context: Pointer | null, addr: Pointer, length: number, mr: Pointer | null, flags: number): number {
+  return rdma_post_sendv(id, context, scratchSge(addr, length, mrLkey(mr)), 1, flags);
+}
+/** rdma_post_read. */
+export function rdma_post_read(
+  id: Pointer, context: Pointer | null, addr: Pointer, length: number, mr: Pointer, flags: number, remoteAddr: bigint, rkey: number,
+): number {
+  return rdma_post_readv(id, context, scratchSge(addr, length, mrLkey(mr)), 1, flags, remoteAddr, rkey);
+}
+/** rdma_post_write: mr may be NULL for inline data. */
+export function rdma_post_write(
+  id: Pointer, context: Pointer | null, addr: Pointer, length: number, mr: Pointer | null, flags: number, remoteAddr: bigint, rkey: number,
+): number {
+  return rdma_post_writev(id, context, scratchSge(addr, length, mrLkey(mr)), 1, flags, remoteAddr, rkey);
+}
+/** rdma_post_ud_send: a SEND to (ah, remote_qpn) with qkey RDMA_UDP_QKEY. */
+export function rdma_post_ud_send(
+  id: Pointer, context: Pointer | null, addr: Pointer, length: number, mr: Pointer | null, flags: number, ah: Pointer, remoteQpn: number,
+): number {
+  const { view } = sendWr(context, scratchSge(addr, length, mrLkey(mr)), 1, IBV_WR_SEND, flags);
+  view.setBigUint64(SEND_WR + SEND.wr + WR_UD_AH, ah, true);
+  view.setUint32(SEND_WR + SEND.wr + WR_UD_REMOTE_QPN, remoteQpn >>> 0, true);
+  view.setUint32(SEND_WR + SEND.wr + WR_UD_REMOTE_QKEY, RDMA_UDP_QKEY, true);
+  return postScratchSend(id);
+}
+
+/**
+ * The loop behind rdma_get_send_comp/rdma_get_recv_comp: poll; when empty,
+ * arm the CQ, poll again to close the race, then block in ibv_get_cq_event
+ * and ack the event. Returns the number of completions (1) or -1 with errno.
+ */
+function getComp(cq: Pointer, channel: Pointer, wc: PointerArg): number {
+  const out = Buffer.alloc(16); // struct ibv_cq *cq; void *context
+  for (;;) {
+    let ret = ibv_poll_cq(cq, 1, wc);
+    if (ret) return ret < 0 ? seterrno(-ret) : ret;
+    ret = ibv_req_notify_cq(cq, 0);
+    if (ret) return seterrno(ret);
+    ret = ibv_poll_cq(cq, 1, wc);
+    if (ret) return ret < 0 ? seterrno(-ret) : ret;
+    ret = libibverbs.ibv_get_cq_event(channel, out.subarray(0, 8), out.subarray(8, 16));
+    if (ret) return ret;
+    libibverbs.ibv_ack_cq_events(cq, 1);
+  }
+}
+
+/** rdma_get_send_comp: blocks until one send completion is in wc. */
+export function rdma_get_send_comp(id: Pointer, wc: PointerArg): number {
+  return getComp(readPointer(id, ID_SEND_CQ), readPointer(id, ID_SEND_CQ_CHANNEL), wc);
+}
+/** rdma_get_recv_comp: blocks until one receive completion is in wc. */
+export function rdma_get_recv_comp(id: Pointer, wc: PointerArg): number {
+  return getComp(readPointer(id, ID_RECV_CQ), readPointer(id, ID_RECV_CQ_CHANNEL), wc);
+}

@@ -1,0 +1,10 @@
+// The raw layer: the escape hatch of last resort. These are the C functions
+// and layouts as they are, with C's conventions (pointers as bigint, -1 and
+// errno, positive errnos from verbs). Nothing here validates arguments or
+// keeps memory alive; the safe API in the package root does.
+export { librdmacm, librdmacmFunctions } from './ffi/librdmacm.js';
+export { libibverbs, libibverbsFunctions } from './ffi/libibverbs.js';
+export * from './ffi/inline-verbs.js';
+export { defineLibrary, koffiType, type Pointer, type PointerArg, type FunctionSpec, type BoundLibrary } from './ffi/library.js';
+export { RdmaError, UnsupportedError, LibraryLoadError, checkRdma, checkVerbs, checkPointer, errnoName } from './ffi/errors.js';
+export * as structs from './structs/index.js';

@@ -1,0 +1,118 @@
+// The raw FFI layer on a host with no RDMA device: every symbol resolves, the
+// libraries load lazily, and failures are typed errors with hints.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
+import { librdmacm, librdmacmFunctions } from '../../src/ffi/librdmacm.js';
+import { libibverbs, libibverbsFunctions } from '../../src/ffi/libibverbs.js';
+import { checkPointer, checkRdma, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
+
+const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const tsx = `${repoRoot}node_modules/.bin/tsx`;
+
+/** Runs a snippet in a fresh process (so library loading starts from nothing). */
+function runSnippet(code: string, env: NodeJS.ProcessEnv = {}) {
+  return spawnSync(tsx, ['-e', code], { cwd: repoRoot, env: { ...process.env, ...env }, encoding: 'utf8' });
+}
+
+const tables = [
+  { name: 'librdmacm', lib: librdmacm, table: librdmacmFunctions },
+  { name: 'libibverbs', lib: libibverbs, table: libibverbsFunctions },
+] as const;
+
+/** The defined dynamic symbols of the file this process mapped for `soname`. */
+function exportedSymbols(soname: string): Set<string> {
+  const maps = readFileSync('/proc/self/maps', 'utf8');
+  const path = maps.split('\n').map((line) => line.split(/\s+/)[5] ?? '').find((file) => file.includes(soname));
+  assert.ok(path, `${soname} is mapped`);
+  const symbols = new Set<string>();
+  for (const line of execFileSync('objdump', ['-T', path], { encoding: 'utf8' }).split('\n')) {
+    if (!/\bDF\b/.test(line) || line.includes('*UND*')) continue;
+    symbols.add(line.trim().split(/\s+/).at(-1)!);
+  }
+  return symbols;
+}
+
+for (const { name, lib, table } of tables) {
+  test(`${name}: every table entry resolves to an exported symbol`, () => {
+    lib.has(Object.keys(table)[0] as never);
+    const exported = exportedSymbols(`${name}.so`);
+    for (const [fnName, spec] of Object.entries(table)) {
+      if ('since' in spec && spec.since) {
+        assert.equal(lib.has(fnName as never), exported.has(fnName), `${fnName} detection agrees with the symbol table`);
+      } else {
+        assert.ok(exported.has(fnName), `${fnName} is in ${name}'s dynamic symbols`);
+        assert.ok(lib.has(fnName as never), `${fnName} binds`);
+        assert.equal(typeof (lib as unknown as Record<string, unknown>)[fnName], 'function');
+      }
+    }
+  });
+}
+
+// Skipped where the installed librdmacm is v60+ and has RDMACM_1.4: nothing to refuse there.
+const hasRdmacm14 = librdmacm.has('rdma_write_cm_event');
+test('RDMACM_1.4 functions absent from the installed library raise UnsupportedError', { skip: hasRdmacm14 && 'librdmacm has RDMACM_1.4' }, () => {
+  assert.throws(() => librdmacm.rdma_write_cm_event(0n, 0, 0, 0), (error: unknown) => {
+    assert.ok(error instanceof UnsupportedError);
+    assert.match(error.message, /unsupported by the installed librdmacm \(it needs RDMACM_1\.4\)/);
+    return true;
+  });
+});
+
+// Skipped on a host that has a device: there these calls succeed.
+test('calls that need a device fail with ENODEV and the hint', { skip: hasRdmaDevice() && 'this host has an RDMA device' }, () => {
+  const id = Buffer.alloc(8);
+  for (const call of [
+    () => checkPointer('rdma_create_event_channel', librdmacm.rdma_create_event_channel()),
+    () => checkRdma('rdma_create_id', librdmacm.rdma_create_id(null, id, null, 0x106)),
+    () => checkRdma('rdma_getaddrinfo', librdmacm.rdma_getaddrinfo('127.0.0.1', '7471', null, Buffer.alloc(8))),
+  ]) {
+    assert.throws(call, (error: unknown) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'ENODEV');
+      assert.equal(error.errno, 19);
+      assert.match(error.syscall, /^rdma_/);
+      assert.match(error.message, /no RDMA device — see scripts\/setup-rxe\.sh/);
+      return true;
+    });
+  }
+});
+
+test('importing the package does not load the libraries; the first call does', () => {
+  const result = runSnippet(`
+    const maps = () => require('node:fs').readFileSync('/proc/self/maps', 'utf8');
+    import('./src/index.ts').then(async (m) => {
+      const before = /librdmacm|libibverbs/.test(maps());
+      m.raw.librdmacm.rdma_event_str(0);
+      console.log(JSON.stringify({ before, after: /librdmacm\\.so\\.1/.test(maps()) }));
+    });`);
+  assert.equal(result.status, 0, result.stderr);
+  assert.deepEqual(JSON.parse(result.stdout), { before: false, after: true });
+});
+
+for (const [variable, library] of [['RDMACM_LIBRDMACM', 'librdmacm'], ['RDMACM_LIBIBVERBS', 'libibverbs']] as const) {
+  test(`a missing ${library} (${variable} to a bad path) gives the install hint`, () => {
+    const call = library === 'librdmacm' ? 'm.raw.librdmacm.rdma_event_str(0)' : 'm.raw.libibverbs.ibv_wc_status_str(0)';
+    const result = runSnippet(
+      `import('./src/index.ts').then((m) => { try { ${call}; } catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, message: e.message })); } });`,
+      { [variable]: '/nonexistent/lib.so.1' },
+    );
+    assert.equal(result.status, 0, result.stderr);
+    const error = JSON.parse(result.stdout) as { name: string; code: string; message: string };
+    assert.equal(error.name, 'LibraryLoadError');
+    assert.equal(error.code, 'ERR_RDMACM_LIBRARY');
+    assert.match(error.message, new RegExp(`could not load ${library} \\(tried: /nonexistent/lib\\.so\\.1 \\(from ${variable}\\)\\)`));
+    assert.match(error.message, /apt-get install librdmacm1 ibverbs-providers/);
+    assert.match(error.message, /dnf install librdmacm libibverbs/);
+  });
+}
+
+function hasRdmaDevice(): boolean {
+  try {
+    return execFileSync('ls', ['/sys/class/infiniband'], { encoding: 'utf8' }).trim() !== '';
+  } catch {
+    return false;
+  }
+}
