@@ -1,3 +1,34 @@
-// rdmacm: RDMA for Node.js. The safe API; `raw` is the escape hatch.
+// rdmacm: RDMA for Node.js over librdmacm and libibverbs.
+//
+// The safe API validates every argument before any native call, owns every
+// native resource (children keep parents alive, close() is ordered and
+// idempotent, `using` works), and turns failures into typed errors. `raw` is
+// the escape hatch: the C functions and layouts as they are.
 export * as raw from './raw.js';
-export { RdmaError, UnsupportedError, LibraryLoadError } from './ffi/errors.js';
+
+export { getAddrInfo, AddrInfo, type AddrInfoEntry, type AddrInfoHints } from './api/addrinfo.js';
+export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
+export {
+  createId, eventName, CmId,
+  type ConnectionEvent, type Established, type EndpointAddress, type IdOption, type QpAttr, type ResolveAddrOptions, type WaitOptions,
+} from './api/cm-id.js';
+export { EventChannel } from './api/event-channel.js';
+export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn-param.js';
+export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
+export { DeviceContext, type DeviceLimits } from './api/device-context.js';
+export { ProtectionDomain } from './api/protection-domain.js';
+export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
+export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
+export { CompletionQueue, type CompletionMode } from './api/completion-queue.js';
+export { PreparedSend, PreparedRecv, type SendOptions, type RecvOptions } from './api/work-request.js';
+export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
+export { listDevices, rdmaGetDevices, type DeviceInfo, type PortInfo, type GidInfo } from './api/devices.js';
+export { type SocketAddress, type AddressFamily } from './api/socket-address.js';
+export {
+  Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus,
+  type AccessName, type AddrInfoFlagName, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName, type QpTypeName,
+  type WcFlagName, type WcOpcodeName, type WcStatusName,
+} from './api/enums.js';
+export {
+  RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, type ArgumentIssue,
+} from './api/errors.js';

@@ -1,4 +1,5 @@
 // The table of CLI commands: each one's name, one-line summary and entry point.
+import { devicesSummary, runDevices } from './devices.js';
 export interface Command {
   readonly name: string;
   readonly summary: string;
@@ -6,4 +7,6 @@ export interface Command {
   readonly run: (argv: string[]) => Promise<number>;
 }
 
-export const commands: readonly Command[] = [];
+export const commands: readonly Command[] = [
+  { name: 'devices', summary: devicesSummary, run: runDevices },
+];

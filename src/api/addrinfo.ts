@@ -1,0 +1,100 @@
+// rdma_getaddrinfo results: iterable entries with decoded addresses, freed
+// exactly once (close() or `using`).
+import koffi from 'koffi';
+import { z } from 'zod';
+import { librdmacm } from '../ffi/librdmacm.js';
+import { checkRdma } from '../ffi/errors.js';
+import type { Pointer } from '../ffi/library.js';
+import { rdma_addrinfo, type RdmaAddrinfo } from '../structs/rdma-cma.js';
+import { AF_INET, AF_INET6, AF_IB } from '../structs/socket.js';
+import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlagName, type PortSpaceName, type QpTypeName } from './enums.js';
+import { Resource } from './resource.js';
+import { decodeSocketAddress, type AddressFamily, type SocketAddress } from './socket-address.js';
+import { parseArgument } from './validate.js';
+
+/** One rdma_addrinfo entry, decoded. */
+export interface AddrInfoEntry {
+  readonly flags: readonly AddrInfoFlagName[];
+  readonly family: AddressFamily | 'UNSPEC';
+  readonly qpType: QpTypeName | `UNKNOWN(${number})`;
+  readonly portSpace: PortSpaceName | `UNKNOWN(${number})`;
+  readonly source: SocketAddress | undefined;
+  readonly destination: SocketAddress | undefined;
+  readonly sourceCanonName: string | undefined;
+  readonly destinationCanonName: string | undefined;
+}
+
+const FAMILIES: Record<number, AddressFamily> = { [AF_INET]: 'IPv4', [AF_INET6]: 'IPv6', [AF_IB]: 'IB' };
+const FAMILY_VALUES = { IPv4: AF_INET, IPv6: AF_INET6, IB: AF_IB } as const;
+
+const hintsSchema = z.strictObject({
+  flags: z.array(z.enum(AddrInfoFlag.names as [AddrInfoFlagName, ...AddrInfoFlagName[]])).default([]),
+  family: z.enum(['IPv4', 'IPv6', 'IB']).optional(),
+  qpType: z.enum(['RC', 'UC', 'UD']).optional(),
+  portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
+});
+export type AddrInfoHints = z.input<typeof hintsSchema>;
+
+function decodeAddress(address: Pointer | null, length: number): SocketAddress | undefined {
+  if (!address || length === 0) return undefined;
+  return decodeSocketAddress(new Uint8Array(koffi.view(address, length)).slice());
+}
+
+export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
+  /** The entries, decoded once. */
+  readonly entries: readonly AddrInfoEntry[];
+
+  private constructor(handle: Pointer) {
+    super('address info', handle, undefined);
+    const entries: AddrInfoEntry[] = [];
+    for (let at: Pointer | null = handle; at; ) {
+      const ai = koffi.decode(at, rdma_addrinfo) as RdmaAddrinfo;
+      entries.push({
+        flags: flagNames(AddrInfoFlag, ai.ai_flags),
+        family: FAMILIES[ai.ai_family] ?? 'UNSPEC',
+        qpType: QpType.nameOf(ai.ai_qp_type),
+        portSpace: PortSpace.nameOf(ai.ai_port_space),
+        source: decodeAddress(ai.ai_src_addr, ai.ai_src_len),
+        destination: decodeAddress(ai.ai_dst_addr, ai.ai_dst_len),
+        sourceCanonName: ai.ai_src_canonname ? (koffi.decode(ai.ai_src_canonname, 'char', -1) as string) : undefined,
+        destinationCanonName: ai.ai_dst_canonname ? (koffi.decode(ai.ai_dst_canonname, 'char', -1) as string) : undefined,
+      });
+      at = ai.ai_next;
+    }
+    this.entries = entries;
+  }
+
+  /** rdma_getaddrinfo(node, service, hints). */
+  static resolve(node: string | null, service: string | null, hints: AddrInfoHints = {}): AddrInfo {
+    const operation = 'rdma_getaddrinfo';
+    const n = parseArgument(operation, 'node', z.string().min(1).nullable(), node);
+    const s = parseArgument(operation, 'service', z.string().min(1).nullable(), service);
+    const h = parseArgument(operation, 'hints', hintsSchema, hints);
+    if (n === null && s === null) {
+      throw parseArgument(operation, 'node', z.never({ error: 'node and service cannot both be null' }), node) as never;
+    }
+    const encoded = Buffer.alloc(rdma_addrinfo.size);
+    encoded.writeInt32LE(flagMask(AddrInfoFlag, h.flags), koffi.offsetof(rdma_addrinfo, 'ai_flags'));
+    if (h.family) encoded.writeInt32LE(FAMILY_VALUES[h.family], koffi.offsetof(rdma_addrinfo, 'ai_family'));
+    if (h.qpType) encoded.writeInt32LE(QpType.values[h.qpType], koffi.offsetof(rdma_addrinfo, 'ai_qp_type'));
+    encoded.writeInt32LE(PortSpace.values[h.portSpace], koffi.offsetof(rdma_addrinfo, 'ai_port_space'));
+    const slot = Buffer.alloc(8);
+    checkRdma(operation, librdmacm.rdma_getaddrinfo(n, s, encoded, slot));
+    return new AddrInfo(slot.readBigUInt64LE(0));
+  }
+
+  [Symbol.iterator](): Iterator<AddrInfoEntry> {
+    this.ensureOpen('iterate');
+    return this.entries[Symbol.iterator]();
+  }
+
+  /** rdma_freeaddrinfo, exactly once. */
+  protected release(): void {
+    librdmacm.rdma_freeaddrinfo(this.handle);
+  }
+}
+
+/** rdma_getaddrinfo: resolves a node and service into RDMA addresses. */
+export function getAddrInfo(node: string | null, service: string | null, hints?: AddrInfoHints): AddrInfo {
+  return AddrInfo.resolve(node, service, hints);
+}

@@ -1,0 +1,135 @@
+// Connection-manager events (struct rdma_cm_event) copied into plain objects,
+// and the typed errors that event statuses become.
+import koffi from 'koffi';
+import type { Pointer } from '../ffi/library.js';
+import { errnoName } from '../ffi/errors.js';
+import { rdma_cm_event, rdma_conn_param, rdma_ud_param, type RdmaConnParam, type RdmaUdParam } from '../structs/rdma-cma.js';
+import type { IbvAhAttr } from '../structs/verbs-resources.js';
+import { CmEventType, type CmEventTypeName } from './enums.js';
+
+/** The connection parameters an event carried, private data copied out. */
+export interface EventConnParam {
+  readonly privateData: Buffer;
+  readonly responderResources: number;
+  readonly initiatorDepth: number;
+  readonly flowControl: number;
+  readonly retryCount: number;
+  readonly rnrRetryCount: number;
+  readonly srq: boolean;
+  readonly qpNum: number;
+}
+
+/** The UD parameters an event carried (for the UDP port space and multicast). */
+export interface EventUdParam {
+  readonly privateData: Buffer;
+  readonly ahAttr: IbvAhAttr;
+  readonly qpNum: number;
+  readonly qkey: number;
+}
+
+/** A copied rdma_cm_event; the native event was acked right after the copy. */
+export interface RawCmEvent {
+  readonly type: CmEventTypeName | `UNKNOWN(${number})`;
+  /** 0, a negative errno, or (for REJECTED) the transport's reject reason. */
+  readonly status: number;
+  readonly idHandle: Pointer;
+  readonly listenIdHandle: Pointer | null;
+  readonly conn: EventConnParam | undefined;
+  readonly ud: EventUdParam | undefined;
+}
+
+const OFFSET = {
+  id: koffi.offsetof(rdma_cm_event, 'id'),
+  listenId: koffi.offsetof(rdma_cm_event, 'listen_id'),
+  event: koffi.offsetof(rdma_cm_event, 'event'),
+  status: koffi.offsetof(rdma_cm_event, 'status'),
+  param: koffi.offsetof(rdma_cm_event, 'param'),
+};
+
+const UD_EVENTS = new Set<string>(['MULTICAST_JOIN', 'MULTICAST_ERROR']);
+
+function copyPrivateData(address: Pointer | null, length: number): Buffer {
+  if (!address || length === 0) return Buffer.alloc(0);
+  return Buffer.from(new Uint8Array(koffi.view(address, length)));
+}
+
+/** Copies everything out of a native rdma_cm_event (before it is acked). */
+export function copyCmEvent(event: Pointer, udPortSpace: boolean): RawCmEvent {
+  const type = CmEventType.nameOf(koffi.decode(event, OFFSET.event, 'int') as number);
+  const status = koffi.decode(event, OFFSET.status, 'int') as number;
+  const idHandle = BigInt(koffi.decode(event, OFFSET.id, 'uintptr_t') as number | bigint);
+  const listen = BigInt(koffi.decode(event, OFFSET.listenId, 'uintptr_t') as number | bigint);
+  let conn: EventConnParam | undefined;
+  let ud: EventUdParam | undefined;
+  if (udPortSpace || UD_EVENTS.has(type)) {
+    const p = koffi.decode(event, OFFSET.param, rdma_ud_param) as RdmaUdParam;
+    ud = { privateData: copyPrivateData(p.private_data, p.private_data_len), ahAttr: p.ah_attr, qpNum: p.qp_num, qkey: p.qkey };
+  } else {
+    const p = koffi.decode(event, OFFSET.param, rdma_conn_param) as RdmaConnParam;
+    conn = {
+      privateData: copyPrivateData(p.private_data, p.private_data_len),
+      responderResources: p.responder_resources,
+      initiatorDepth: p.initiator_depth,
+      flowControl: p.flow_control,
+      retryCount: p.retry_count,
+      rnrRetryCount: p.rnr_retry_count,
+      srq: p.srq !== 0,
+      qpNum: p.qp_num,
+    };
+  }
+  return { type, status, idHandle, listenIdHandle: listen === 0n ? null : listen, conn, ud };
+}
+
+/** A connection-manager event as the safe API hands it out: ids are the API's own objects. */
+export interface CmEvent<Id> {
+  readonly type: RawCmEvent['type'];
+  readonly status: number;
+  /** The id the event is for (for CONNECT_REQUEST: the new id of the request). */
+  readonly id: Id;
+  /** For CONNECT_REQUEST: the listening id. */
+  readonly listenId: Id | undefined;
+  readonly conn: EventConnParam | undefined;
+  readonly ud: EventUdParam | undefined;
+}
+
+/** Events that end an operation with an error, and their codes. */
+export const ERROR_EVENTS: Partial<Record<CmEventTypeName, string>> = {
+  ADDR_ERROR: 'ERR_RDMACM_ADDR_ERROR',
+  ROUTE_ERROR: 'ERR_RDMACM_ROUTE_ERROR',
+  CONNECT_ERROR: 'ERR_RDMACM_CONNECT_ERROR',
+  UNREACHABLE: 'ERR_RDMACM_UNREACHABLE',
+  REJECTED: 'ERR_RDMACM_REJECTED',
+  DEVICE_REMOVAL: 'ERR_RDMACM_DEVICE_REMOVAL',
+  MULTICAST_ERROR: 'ERR_RDMACM_MULTICAST_ERROR',
+};
+
+/** IB CM reject reason 28: the peer's application rejected (rdma_reject). */
+const REJECT_CONSUMER_DEFINED = 28;
+
+/** An operation ended with a connection-manager event other than the one it waited for. */
+export class ConnectionError extends Error {
+  override name = 'ConnectionError';
+  readonly code: string;
+  /** For REJECTED: the peer's private data (rdma_reject's). */
+  readonly privateData: Buffer | undefined;
+  /** For REJECTED: the transport's reject reason (28: the peer's application rejected). */
+  readonly rejectReason: number | undefined;
+
+  constructor(
+    readonly operation: string,
+    readonly event: RawCmEvent['type'],
+    readonly status: number,
+    privateData?: Buffer,
+  ) {
+    const code = ERROR_EVENTS[event as CmEventTypeName] ?? 'ERR_RDMACM_UNEXPECTED_EVENT';
+    const rejected = event === 'REJECTED';
+    const detail = rejected
+      ? `reason ${status}${status === REJECT_CONSUMER_DEFINED ? ' (rejected by the peer)' : ''}`
+      : status < 0 ? `${errnoName(-status)}` : `status ${status}`;
+    const hint = rejected || event === 'UNREACHABLE' ? ' — is a server listening on that address and port?' : '';
+    super(`${operation}: ${event} (${detail})${hint}`);
+    this.code = code;
+    this.privateData = rejected ? privateData : undefined;
+    this.rejectReason = rejected ? status : undefined;
+  }
+}

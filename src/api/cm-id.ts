@@ -1,0 +1,609 @@
+// A connection-manager id (struct rdma_cm_id): addressing, connection setup and
+// teardown, and the queue pair it carries. An id on an EventChannel is
+// asynchronous: its operations return promises settled by the channel's events.
+// An id without a channel is synchronous, as in the man pages: each call blocks
+// the thread until librdmacm has the result.
+import koffi from 'koffi';
+import { z } from 'zod';
+import { librdmacm } from '../ffi/librdmacm.js';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { RdmaError, checkRdma, checkVerbs } from '../ffi/errors.js';
+import type { Pointer } from '../ffi/library.js';
+import { rdma_addr, rdma_cm_event, rdma_cm_id, rdma_route } from '../structs/rdma-cma.js';
+import { ibv_qp, ibv_qp_attr, ibv_qp_init_attr, type IbvQpCap, type IbvQpInitAttr } from '../structs/verbs-resources.js';
+import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam } from './cm-event.js';
+import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
+import { DeviceContext } from './device-context.js';
+import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
+import { ResourceClosedError } from './errors.js';
+import { EventChannel, type EventTarget } from './event-channel.js';
+import type { MemoryRegion } from './memory-region.js';
+import { ProtectionDomain } from './protection-domain.js';
+import { QueuePair } from './queue-pair.js';
+import { Resource } from './resource.js';
+import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
+import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs } from './validate.js';
+import type { RecvOptions, SendOptions } from './work-request.js';
+import type { WorkCompletion } from './work-completion.js';
+
+/** A connection-manager event with this API's id objects. */
+export type ConnectionEvent = CmEvent<CmId>;
+
+const ID = {
+  verbs: koffi.offsetof(rdma_cm_id, 'verbs'),
+  qp: koffi.offsetof(rdma_cm_id, 'qp'),
+  pd: koffi.offsetof(rdma_cm_id, 'pd'),
+  event: koffi.offsetof(rdma_cm_id, 'event'),
+  qpType: koffi.offsetof(rdma_cm_id, 'qp_type'),
+  src: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'src_storage'),
+  dst: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'dst_storage'),
+};
+const SOCKADDR_STORAGE_SIZE = 128;
+const IBV_QP_CAP = 1 << 19;
+const readPointer = (address: Pointer, offset: number) => BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
+const swap16 = (value: number) => ((value & 0xff) << 8) | (value >> 8);
+
+const endpointSchema = z.strictObject({ address: ipAddress, port: port.default(0) });
+export type EndpointAddress = z.input<typeof endpointSchema>;
+
+/** Options of every operation that waits for an event. */
+const waitSchema = z.strictObject({
+  timeoutMs: timeoutMs.optional(),
+  signal: z.instanceof(AbortSignal).optional(),
+});
+export type WaitOptions = z.input<typeof waitSchema>;
+
+const resolveSchema = waitSchema.extend({ source: endpointSchema.optional() });
+export type ResolveAddrOptions = z.input<typeof resolveSchema>;
+
+/** rdma_create_qp's attributes; the defaults suit a simple RC ping-pong. */
+export const qpAttrSchema = z.strictObject({
+  sendWr: count.default(16),
+  recvWr: count.default(16),
+  sendSge: count.default(1),
+  recvSge: count.default(1),
+  inlineData: z.number().int().min(0).max(0xffffffff).default(0),
+  sqSigAll: z.boolean().default(false),
+  qpType: z.enum(['RC', 'UC', 'UD']).default('RC'),
+});
+export type QpAttr = z.input<typeof qpAttrSchema>;
+
+const optionSchema = z.discriminatedUnion('option', [
+  z.strictObject({ option: z.literal('TOS'), value: z.number().int().min(0).max(255) }),
+  z.strictObject({ option: z.literal('REUSEADDR'), value: z.boolean() }),
+  z.strictObject({ option: z.literal('AFONLY'), value: z.boolean() }),
+  z.strictObject({ option: z.literal('ACK_TIMEOUT'), value: z.number().int().min(0).max(31) }),
+]);
+export type IdOption = z.input<typeof optionSchema>;
+const OPTION_IDS = { TOS: 0, REUSEADDR: 1, AFONLY: 2, ACK_TIMEOUT: 3 } as const;
+
+/** What the peer sent when the connection was established. */
+export interface Established {
+  readonly privateData: Buffer;
+  readonly conn: EventConnParam | undefined;
+}
+
+interface Waiter {
+  readonly operation: string;
+  readonly expected: readonly CmEventTypeName[];
+  resolve(event: ConnectionEvent): void;
+  reject(error: unknown): void;
+}
+
+/** Events that end a pending operation even though it did not wait for them. */
+const ENDING_EVENTS = new Set<string>([...Object.keys(ERROR_EVENTS), 'DISCONNECTED']);
+
+export class CmId extends Resource implements EventTarget {
+  /** The JavaScript value given at creation (rdma_cm_id->context's role). */
+  readonly context: unknown;
+  readonly portSpace: PortSpaceName;
+  #channel: EventChannel | null;
+  #queuePair: QueuePair | undefined;
+  #protectionDomain: ProtectionDomain | undefined;
+  #device: DeviceContext | undefined;
+  /** Set for ids made by rdma_create_ep (and their requests): destroyed with rdma_destroy_ep. */
+  readonly #endpoint: boolean;
+  #inbox: ConnectionEvent[] = [];
+  #waiter: Waiter | undefined;
+  /** For ids that arrived as connection requests: what the peer sent. */
+  readonly request: EventConnParam | undefined;
+
+  /** @internal Use createId(), createEndpoint() or a listener's getRequest()/nextRequest(). */
+  constructor(
+    handle: Pointer,
+    channel: EventChannel | null,
+    options: {
+      context?: unknown;
+      portSpace: PortSpaceName;
+      endpoint: boolean;
+      request?: EventConnParam | undefined;
+      /** The PD the caller gave for the QP (rdma_create_ep), if any. */
+      pd?: ProtectionDomain | undefined;
+      /** The caps rdma_create_ep granted, when it made a QP. */
+      granted?: IbvQpCap | undefined;
+    },
+  ) {
+    super('connection id', handle, channel ?? undefined);
+    this.#channel = channel;
+    this.context = options.context;
+    this.portSpace = options.portSpace;
+    this.#endpoint = options.endpoint;
+    this.request = options.request;
+    this.#protectionDomain = options.pd;
+    channel?.attach(handle, this);
+    if (readPointer(handle, ID.qp) !== 0n) this.#adoptQueuePair(options.pd, options.granted);
+  }
+
+  /** The channel this id's events arrive on; null for a synchronous id. */
+  get channel(): EventChannel | null {
+    return this.#channel;
+  }
+
+  get udPortSpace(): boolean {
+    return this.portSpace === 'UDP' || this.portSpace === 'IPOIB';
+  }
+
+  /** The queue pair, once created (createQp, createEndpoint, or a request's). */
+  get qp(): QueuePair | undefined {
+    return this.#queuePair;
+  }
+
+  /** The queue pair, or an error that says how to get one. */
+  get queuePair(): QueuePair {
+    this.ensureOpen('queuePair');
+    if (!this.#queuePair) throw argumentError('queuePair', 'id', 'this id has no queue pair: call createQp() first');
+    return this.#queuePair;
+  }
+
+  /** The device this id is bound to (after bindAddr/resolveAddr), borrowed from librdmacm. */
+  get device(): DeviceContext | undefined {
+    this.ensureOpen('device');
+    const verbs = readPointer(this.handle, ID.verbs);
+    if (verbs === 0n) return undefined;
+    if (!this.#device || this.#device.unsafeHandle !== verbs) this.#device = DeviceContext.borrow(verbs);
+    return this.#device;
+  }
+
+  /** The protection domain of this id's queue pair (librdmacm's default one unless you gave your own). */
+  get pd(): ProtectionDomain {
+    this.ensureOpen('pd');
+    if (this.#protectionDomain) return this.#protectionDomain;
+    const qp = readPointer(this.handle, ID.qp);
+    const pd = qp !== 0n ? readPointer(qp, koffi.offsetof(ibv_qp, 'pd')) : readPointer(this.handle, ID.pd);
+    if (pd === 0n) throw argumentError('pd', 'id', 'this id has no protection domain yet: create its queue pair first');
+    this.#protectionDomain = ProtectionDomain.borrow(pd, this);
+    return this.#protectionDomain;
+  }
+
+  /** rdma_get_local_addr + rdma_get_src_port. */
+  get localAddress(): SocketAddress | undefined {
+    return this.#address(ID.src);
+  }
+
+  /** rdma_get_peer_addr + rdma_get_dst_port. */
+  get peerAddress(): SocketAddress | undefined {
+    return this.#address(ID.dst);
+  }
+
+  get localPort(): number {
+    this.ensureOpen('localPort');
+    return swap16(librdmacm.rdma_get_src_port(this.handle));
+  }
+
+  get peerPort(): number {
+    this.ensureOpen('peerPort');
+    return swap16(librdmacm.rdma_get_dst_port(this.handle));
+  }
+
+  #address(offset: number): SocketAddress | undefined {
+    this.ensureOpen('address');
+    return decodeSocketAddress(new Uint8Array(koffi.view(this.handle + BigInt(offset), SOCKADDR_STORAGE_SIZE)).slice());
+  }
+
+  /** rdma_bind_addr. */
+  bindAddr(address: EndpointAddress): void {
+    const operation = 'rdma_bind_addr';
+    this.ensureOpen(operation);
+    const a = parseArgument(operation, 'address', endpointSchema, address);
+    checkRdma(operation, librdmacm.rdma_bind_addr(this.handle, encodeSocketAddress(a.address, a.port)));
+  }
+
+  /** rdma_resolve_addr: resolves the destination to a device (ADDR_RESOLVED). Default timeout 2000 ms. */
+  async resolveAddr(destination: EndpointAddress, options: ResolveAddrOptions = {}): Promise<void> {
+    const operation = 'rdma_resolve_addr';
+    this.ensureOpen(operation);
+    const dst = parseArgument(operation, 'destination', endpointSchema, destination);
+    const o = parseArgument(operation, 'options', resolveSchema, options);
+    const cTimeout = o.timeoutMs ?? 2000;
+    const source = o.source ? encodeSocketAddress(o.source.address, o.source.port) : null;
+    await this.#run(operation, ['ADDR_RESOLVED'], o, cTimeout, () =>
+      librdmacm.rdma_resolve_addr(this.handle, source, encodeSocketAddress(dst.address, dst.port), cTimeout));
+  }
+
+  /** rdma_resolve_route (ROUTE_RESOLVED). Default timeout 2000 ms. */
+  async resolveRoute(options: WaitOptions = {}): Promise<void> {
+    const operation = 'rdma_resolve_route';
+    this.ensureOpen(operation);
+    const o = parseArgument(operation, 'options', waitSchema, options);
+    const cTimeout = o.timeoutMs ?? 2000;
+    await this.#run(operation, ['ROUTE_RESOLVED'], o, cTimeout, () => librdmacm.rdma_resolve_route(this.handle, cTimeout));
+  }
+
+  /**
+   * rdma_create_qp. Without `pd` the id's default PD is used; librdmacm creates
+   * a send and a receive CQ with their completion channels for the QP, and
+   * destroys them with it.
+   */
+  createQp(attr: QpAttr = {}, pd?: ProtectionDomain): QueuePair {
+    const operation = 'rdma_create_qp';
+    this.ensureOpen(operation);
+    if (this.#queuePair) throw argumentError(operation, 'id', 'this id already has a queue pair');
+    const a = parseArgument(operation, 'attr', qpAttrSchema, attr);
+    if (pd !== undefined) {
+      if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
+      if (pd.closed) throw argumentError(operation, 'pd', 'the protection domain is closed');
+    }
+    const device = this.device;
+    if (device) checkQpAttrLimits(operation, a, device);
+    const init = encodeQpInitAttr(a);
+    checkRdma(operation, librdmacm.rdma_create_qp(this.handle, pd ? pd.unsafeHandle : null, init));
+    if (pd) this.#protectionDomain = pd;
+    return this.#adoptQueuePair(pd, (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap);
+  }
+
+  /** rdma_destroy_qp (the QP's regions stay registered; they belong to the PD). */
+  destroyQp(): void {
+    this.ensureOpen('rdma_destroy_qp');
+    this.#queuePair?.close();
+    this.#queuePair = undefined;
+  }
+
+  /** Wraps id->qp; `granted` is the caps returned by create, else they are queried. */
+  #adoptQueuePair(pd: ProtectionDomain | undefined, granted: IbvQpCap | undefined): QueuePair {
+    const qp = readPointer(this.handle, ID.qp);
+    let caps = granted;
+    if (!caps) {
+      const init = Buffer.alloc(ibv_qp_init_attr.size);
+      checkVerbs('ibv_query_qp', libibverbs.ibv_query_qp(qp, Buffer.alloc(ibv_qp_attr.size), IBV_QP_CAP, init));
+      caps = (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap;
+    }
+    const handle = this.handle;
+    this.#queuePair = new QueuePair(this, qp, pd ?? this.pd, caps, () => librdmacm.rdma_destroy_qp(handle));
+    return this.#queuePair;
+  }
+
+  /**
+   * rdma_connect; resolves at ESTABLISHED with the peer's private data.
+   * REJECTED, UNREACHABLE and CONNECT_ERROR reject with ConnectionError. Default timeout 10 s.
+   */
+  async connect(param?: ConnParam, options: WaitOptions = {}): Promise<Established> {
+    const operation = 'rdma_connect';
+    this.ensureOpen(operation);
+    const encoded = encodeConnParam(operation, param, 'connect', this.#transport());
+    const o = parseArgument(operation, 'options', waitSchema, options);
+    const event = await this.#run(operation, ['ESTABLISHED'], o, 10_000, () => librdmacm.rdma_connect(this.handle, encoded.struct));
+    void encoded;
+    return { privateData: event?.conn?.privateData ?? Buffer.alloc(0), conn: event?.conn };
+  }
+
+  /** rdma_listen. A backlog of 0 lets librdmacm pick. */
+  listen(backlog = 0): void {
+    const operation = 'rdma_listen';
+    this.ensureOpen(operation);
+    const b = parseArgument(operation, 'backlog', z.number().int().min(0).max(0x7fffffff), backlog);
+    checkRdma(operation, librdmacm.rdma_listen(this.handle, b));
+  }
+
+  /** rdma_get_request on a synchronous listener: blocks for the next request; the new id has its QP when the listener came from createEndpoint. */
+  getRequest(): CmId {
+    const operation = 'rdma_get_request';
+    this.ensureOpen(operation);
+    if (this.#channel) throw argumentError(operation, 'id', 'this listener is asynchronous (it has an event channel): use nextRequest()');
+    const slot = Buffer.alloc(8);
+    checkRdma(operation, librdmacm.rdma_get_request(this.handle, slot));
+    const handle = slot.readBigUInt64LE(0);
+    const event = readPointer(handle, ID.event);
+    const request = event === 0n ? undefined : copyCmEvent(event, this.udPortSpace).conn;
+    // A request id is not the listener's child: it lives on after the listener closes.
+    const pd = this.#protectionDomain?.owned ? this.#protectionDomain : undefined;
+    return new CmId(handle, null, { portSpace: this.portSpace, endpoint: this.#endpoint, request, pd });
+  }
+
+  /** The next connection request on an asynchronous listener, as a new id (accept() or reject() it). */
+  async nextRequest(options: WaitOptions = {}): Promise<CmId> {
+    const operation = 'nextRequest';
+    this.ensureOpen(operation);
+    if (!this.#channel) throw argumentError(operation, 'id', 'this listener is synchronous: use getRequest()');
+    const o = parseArgument(operation, 'options', waitSchema, options);
+    const event = await this.#wait(operation, ['CONNECT_REQUEST'], o.timeoutMs, o.signal);
+    return event.id;
+  }
+
+  /** rdma_accept; resolves once the connection is established. Default timeout 10 s. */
+  async accept(param?: ConnParam, options: WaitOptions = {}): Promise<void> {
+    const operation = 'rdma_accept';
+    this.ensureOpen(operation);
+    const encoded = encodeConnParam(operation, param, 'accept', this.#transport());
+    const o = parseArgument(operation, 'options', waitSchema, options);
+    const expected: CmEventTypeName[] = this.udPortSpace ? [] : ['ESTABLISHED'];
+    await this.#run(operation, expected, o, 10_000, () => librdmacm.rdma_accept(this.handle, encoded.struct));
+  }
+
+  /** rdma_reject, with optional private data for the peer (RC: up to 148 bytes). */
+  reject(privateData?: Uint8Array): void {
+    const operation = 'rdma_reject';
+    this.ensureOpen(operation);
+    const data = parseArgument(operation, 'privateData', bytes.optional(), privateData);
+    const limit = PRIVATE_DATA_LIMITS[this.#transport()].reject;
+    if (data && data.byteLength > limit) throw argumentError(operation, 'privateData', `at most ${limit} bytes (got ${data.byteLength})`);
+    const copy = data ? Buffer.from(data) : null;
+    checkRdma(operation, librdmacm.rdma_reject(this.handle, copy, copy?.byteLength ?? 0));
+  }
+
+  /** rdma_establish: completes a connection whose QP the caller manages. */
+  establish(): void {
+    this.ensureOpen('rdma_establish');
+    checkRdma('rdma_establish', librdmacm.rdma_establish(this.handle));
+  }
+
+  /** rdma_notify: tells librdmacm of a QP event (e.g. COMM_EST). */
+  notify(event: IbvEventTypeName): void {
+    const operation = 'rdma_notify';
+    this.ensureOpen(operation);
+    const name = parseArgument(operation, 'event', z.enum(IbvEventType.names as [IbvEventTypeName, ...IbvEventTypeName[]]), event);
+    checkRdma(operation, librdmacm.rdma_notify(this.handle, IbvEventType.values[name]));
+  }
+
+  /**
+   * rdma_disconnect. On an asynchronous id, resolves at DISCONNECTED (default
+   * timeout 5 s); calling it on an id that is already disconnected resolves at once.
+   */
+  async disconnect(options: WaitOptions = {}): Promise<void> {
+    const operation = 'rdma_disconnect';
+    this.ensureOpen(operation);
+    const o = parseArgument(operation, 'options', waitSchema, options);
+    const kept = this.#inbox.findIndex((e) => e.type === 'DISCONNECTED');
+    if (kept >= 0) {
+      this.#inbox.splice(kept, 1);
+      librdmacm.rdma_disconnect(this.handle);
+      return;
+    }
+    await this.#run(operation, ['DISCONNECTED'], o, 5_000, () => librdmacm.rdma_disconnect(this.handle));
+  }
+
+  /** rdma_migrate_id: moves this id's events to another channel (or makes it synchronous with null). */
+  migrateId(channel: EventChannel | null): void {
+    const operation = 'rdma_migrate_id';
+    this.ensureOpen(operation);
+    if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
+    if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
+    if (this.#waiter) throw argumentError(operation, 'id', `an operation (${this.#waiter.operation}) is still waiting for an event`);
+    checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
+    this.#channel?.detach(this.handle);
+    this.#channel = channel;
+    channel?.attach(this.handle, this);
+    this.reparent(channel ?? undefined);
+  }
+
+  /** rdma_set_option at RDMA_OPTION_ID level: TOS, REUSEADDR, AFONLY, ACK_TIMEOUT. */
+  setOption(option: IdOption): void {
+    const operation = 'rdma_set_option';
+    this.ensureOpen(operation);
+    const o = parseArgument(operation, 'option', optionSchema, option);
+    const byteSized = o.option === 'TOS' || o.option === 'ACK_TIMEOUT';
+    const value = Buffer.alloc(byteSized ? 1 : 4);
+    if (byteSized) value.writeUInt8(Number(o.value), 0);
+    else value.writeInt32LE(o.value ? 1 : 0, 0);
+    checkRdma(operation, librdmacm.rdma_set_option(this.handle, 0, OPTION_IDS[o.option], value, value.byteLength));
+  }
+
+  // Man-page conveniences over the queue pair and the PD (rdma_verbs.h).
+  /** rdma_reg_msgs on this id's PD. */
+  regMsgs(buffer: Uint8Array): MemoryRegion {
+    return this.pd.regMsgs(buffer);
+  }
+  /** rdma_reg_read on this id's PD. */
+  regRead(buffer: Uint8Array): MemoryRegion {
+    return this.pd.regRead(buffer);
+  }
+  /** rdma_reg_write on this id's PD. */
+  regWrite(buffer: Uint8Array): MemoryRegion {
+    return this.pd.regWrite(buffer);
+  }
+  /** rdma_post_recv. */
+  postRecv(region: MemoryRegion, options?: RecvOptions): number {
+    return this.queuePair.postRecv(region, options);
+  }
+  /** rdma_post_send. */
+  postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
+    return this.queuePair.postSend(source, options);
+  }
+  /** rdma_get_send_comp. */
+  getSendComp(): WorkCompletion {
+    return this.queuePair.getSendComp();
+  }
+  /** rdma_get_recv_comp. */
+  getRecvComp(): WorkCompletion {
+    return this.queuePair.getRecvComp();
+  }
+
+  #transport(): 'RC' | 'UD' {
+    const qpType = this.#queuePair?.type ?? QpType.nameOf(koffi.decode(this.handle, ID.qpType, 'int') as number);
+    return this.udPortSpace || qpType === 'UD' ? 'UD' : 'RC';
+  }
+
+  /**
+   * Issues a call and, on an asynchronous id, waits for the event that ends it.
+   * On a synchronous id the call itself blocked until then; its event (if any)
+   * is what librdmacm left in id->event.
+   */
+  async #run(
+    operation: string, expected: readonly CmEventTypeName[], options: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined },
+    defaultTimeoutMs: number, call: () => number,
+  ): Promise<ConnectionEvent | undefined> {
+    options.signal?.throwIfAborted();
+    if (!this.#channel || expected.length === 0) {
+      checkRdma(operation, call());
+      return this.#syncEvent();
+    }
+    const waiting = this.#wait(operation, expected, (options.timeoutMs ?? defaultTimeoutMs) + 1000, options.signal, true);
+    try {
+      checkRdma(operation, call());
+    } catch (error) {
+      this.#cancelWait(error);
+      await waiting.catch(() => undefined);
+      throw error;
+    }
+    return waiting;
+  }
+
+  /** The event a synchronous call left in id->event (acked by librdmacm on the next call). */
+  #syncEvent(): ConnectionEvent | undefined {
+    const event = readPointer(this.handle, ID.event);
+    if (event === 0n) return undefined;
+    const raw = copyCmEvent(event, this.udPortSpace);
+    if (koffi.decode(event, koffi.offsetof(rdma_cm_event, 'id'), 'uintptr_t') === 0) return undefined;
+    return { type: raw.type, status: raw.status, id: this, listenId: undefined, conn: raw.conn, ud: raw.ud };
+  }
+
+  /** Waits for one of `expected` on this id; ending events reject with ConnectionError. */
+  #wait(operation: string, expected: readonly CmEventTypeName[], timeout: number | undefined, signal: AbortSignal | undefined, fresh = false): Promise<ConnectionEvent> {
+    const channel = this.#channel!;
+    if (this.#waiter) return Promise.reject(argumentError(operation, 'id', `${this.#waiter.operation} is still waiting on this id`));
+    if (!fresh) {
+      const index = this.#inbox.findIndex((e) => expected.includes(e.type as CmEventTypeName));
+      if (index >= 0) return Promise.resolve(this.#inbox.splice(index, 1)[0]!);
+    }
+    return new Promise<ConnectionEvent>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const cleanup = () => {
+        if (timer) clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (this.#waiter === waiter) this.#waiter = undefined;
+        channel.settle();
+      };
+      const onAbort = () => {
+        cleanup();
+        reject(signal!.reason);
+      };
+      const waiter: Waiter = {
+        operation,
+        expected,
+        resolve: (event) => {
+          cleanup();
+          resolve(event);
+        },
+        reject: (error) => {
+          cleanup();
+          reject(error);
+        },
+      };
+      if (signal?.aborted) return reject(signal.reason);
+      this.#waiter = waiter;
+      channel.expect();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (timeout !== undefined) {
+        timer = setTimeout(() => waiter.reject(new RdmaError(operation, 110 /* ETIMEDOUT */, `no event within ${timeout} ms`)), timeout);
+      }
+    });
+  }
+
+  #cancelWait(error: unknown): void {
+    this.#waiter?.reject(error);
+  }
+
+  /** @internal Called by the channel: takes the event if the pending operation waits for it. */
+  offerEvent(event: CmEvent<EventTarget>): boolean {
+    const waiter = this.#waiter;
+    if (!waiter) return false;
+    const typed = event as ConnectionEvent;
+    if (waiter.expected.includes(typed.type as CmEventTypeName)) {
+      waiter.resolve(typed);
+      return true;
+    }
+    if (ENDING_EVENTS.has(typed.type)) {
+      waiter.reject(new ConnectionError(waiter.operation, typed.type, typed.status, typed.conn?.privateData ?? typed.ud?.privateData));
+      if (typed.type === 'DISCONNECTED') this.#inbox.push(typed);
+      return true;
+    }
+    return false;
+  }
+
+  /** @internal Called by the channel: an event nobody waited for. */
+  keepEvent(event: CmEvent<EventTarget>): void {
+    this.#inbox.push(event as ConnectionEvent);
+  }
+
+  /** Events that arrived while no operation waited (DISCONNECTED, TIMEWAIT_EXIT, …), oldest first; taking them empties the list. */
+  takeEvents(): ConnectionEvent[] {
+    return this.#inbox.splice(0);
+  }
+
+  protected release(): void {
+    this.#waiter?.reject(new ResourceClosedError(this.kind, this.#waiter.operation));
+    this.#channel?.detach(this.handle);
+    this.#inbox = [];
+    if (this.#endpoint) librdmacm.rdma_destroy_ep(this.handle);
+    else checkRdma('rdma_destroy_id', librdmacm.rdma_destroy_id(this.handle));
+  }
+}
+
+// Connection requests arriving on a channel become ids of the listener's kind.
+EventChannel.adoptRequest = (channel, handle, listener, request) =>
+  new CmId(handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request });
+
+function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema>, device: DeviceContext): void {
+  const { maxQpWr, maxSge } = device.limits;
+  for (const [field, value, limit] of [
+    ['sendWr', attr.sendWr, maxQpWr], ['recvWr', attr.recvWr, maxQpWr],
+    ['sendSge', attr.sendSge, maxSge], ['recvSge', attr.recvSge, maxSge],
+  ] as const) {
+    if (value > limit) throw argumentError(operation, `attr.${field}`, `at most ${limit} on this device (got ${value})`);
+  }
+}
+
+/** ibv_qp_init_attr for rdma_create_qp/rdma_create_ep: no CQs or SRQ, so librdmacm makes the CQs. */
+export function encodeQpInitAttr(attr: z.output<typeof qpAttrSchema>): Buffer {
+  const init = Buffer.alloc(ibv_qp_init_attr.size);
+  koffi.encode(init, ibv_qp_init_attr, {
+    qp_context: null,
+    send_cq: null,
+    recv_cq: null,
+    srq: null,
+    cap: {
+      max_send_wr: attr.sendWr,
+      max_recv_wr: attr.recvWr,
+      max_send_sge: attr.sendSge,
+      max_recv_sge: attr.recvSge,
+      max_inline_data: attr.inlineData,
+    },
+    qp_type: QpType.values[attr.qpType],
+    sq_sig_all: attr.sqSigAll ? 1 : 0,
+  });
+  return init;
+}
+
+const createIdSchema = z.strictObject({
+  context: z.unknown().optional(),
+  portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
+});
+
+/**
+ * rdma_create_id. With an EventChannel the id is asynchronous (operations
+ * return promises settled by events); with null it is synchronous and each
+ * call blocks the thread. Port spaces: TCP (RC), UDP (UD), IB, IPOIB.
+ */
+export function createId(channel: EventChannel | null, options: z.input<typeof createIdSchema> = {}): CmId {
+  const operation = 'rdma_create_id';
+  if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
+  if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
+  const o = parseArgument(operation, 'options', createIdSchema, options);
+  const slot = Buffer.alloc(8);
+  checkRdma(operation, librdmacm.rdma_create_id(channel ? channel.unsafeHandle : null, slot, null, PortSpace.values[o.portSpace]));
+  return new CmId(slot.readBigUInt64LE(0), channel, { context: o.context, portSpace: o.portSpace, endpoint: false });
+}
+
+/** rdma_event_str: the C name of an event type. */
+export function eventName(type: CmEventTypeName): string {
+  return librdmacm.rdma_event_str(CmEventType.values[type]) ?? type;
+}

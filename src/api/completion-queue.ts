@@ -1,0 +1,207 @@
+// A completion queue (struct ibv_cq) and its completion channel. Three ways to
+// take completions:
+// - poll(): non-blocking, batched, nothing allocated (read them with the *At accessors);
+// - waitOne(): blocks the thread, as rdma_get_send_comp/rdma_get_recv_comp do;
+// - next(): a Promise, on the event loop (req_notify_cq + fd poll + get_cq_event,
+//   acks batched), or busy-polling when the queue was made with mode 'busy-poll'.
+import koffi from 'koffi';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { RdmaError } from '../ffi/errors.js';
+import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
+import type { Pointer } from '../ffi/library.js';
+import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
+import { Resource } from './resource.js';
+import { ResourceClosedError } from './errors.js';
+import { FdWatcher, blockUntilReadable, setNonBlocking } from './fd-watcher.js';
+import { WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readStatus, readWrId, type WorkCompletion } from './work-completion.js';
+
+/** How next() waits: 'events' sleeps on the completion channel; 'busy-poll' spins, yielding to the loop between rounds. */
+export type CompletionMode = 'events' | 'busy-poll';
+
+const BATCH = 16;
+const ACK_BATCH = 16;
+const BUSY_SPINS = 2000;
+const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
+const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
+const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');
+
+const readPointer = (address: Pointer, offset: number) => BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
+
+interface Waiter {
+  resolve(completion: WorkCompletion): void;
+  reject(error: unknown): void;
+}
+
+export class CompletionQueue extends Resource {
+  /** How next() waits; change it at any time. */
+  mode: CompletionMode = 'events';
+  readonly #ops: ContextOps;
+  readonly #channel: Pointer;
+  readonly #watcher: FdWatcher | undefined;
+  readonly #entries: Buffer;
+  readonly #entriesAddress: Pointer;
+  readonly #view: DataView;
+  readonly #eventSlots = Buffer.alloc(16);
+  /** Contexts of posted work requests, by wr_id; `once` entries are dropped at completion. */
+  readonly #contexts = new Map<number, { context: unknown; once: boolean }>();
+  #nextWrId = 1;
+  #unackedEvents = 0;
+  #waiters: Waiter[] = [];
+  #pumping = false;
+
+  private constructor(handle: Pointer, owner: Resource) {
+    super('completion queue', handle, owner);
+    this.#ops = contextOps(readPointer(handle, CQ_CONTEXT));
+    this.#channel = readPointer(handle, CQ_CHANNEL);
+    if (this.#channel !== 0n) {
+      const fd = koffi.decode(this.#channel, CHANNEL_FD, 'int') as number;
+      setNonBlocking(fd);
+      this.#watcher = new FdWatcher(fd);
+    }
+    // JavaScript-owned, off-heap (over 64 bytes), so its address is stable while this object lives.
+    this.#entries = Buffer.alloc(WC_SIZE * BATCH);
+    this.#entriesAddress = koffi.address(this.#entries);
+    this.#view = new DataView(this.#entries.buffer, this.#entries.byteOffset, this.#entries.byteLength);
+  }
+
+  /** Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp). */
+  static borrow(handle: Pointer, owner: Resource): CompletionQueue {
+    return new CompletionQueue(handle, owner);
+  }
+
+  /** Allocates a wr_id and remembers its context until its completion. */
+  trackWorkRequest(context: unknown, once: boolean): number {
+    const wrId = this.#nextWrId++;
+    if (this.#nextWrId > 0xffffffff) this.#nextWrId = 1;
+    if (context !== undefined) this.#contexts.set(wrId, { context, once });
+    return wrId;
+  }
+
+  /** Forgets a wr_id whose post failed. */
+  untrack(wrId: number): void {
+    this.#contexts.delete(wrId);
+  }
+
+  /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
+  poll(max = BATCH): number {
+    this.ensureOpen('poll');
+    const count = this.#ops.pollCq(this.handle, max > BATCH ? BATCH : max, this.#entriesAddress);
+    if (count < 0) throw new RdmaError('ibv_poll_cq', -count || 5);
+    return count;
+  }
+
+  /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */
+  statusAt(index: number): number {
+    return readStatus(this.#view, index * WC_SIZE);
+  }
+  /** wr_id of the i-th completion of the last poll(). */
+  wrIdAt(index: number): number {
+    return readWrId(this.#view, index * WC_SIZE);
+  }
+  /** byte_len of the i-th completion of the last poll(). */
+  byteLenAt(index: number): number {
+    return readByteLen(this.#view, index * WC_SIZE);
+  }
+
+  /** The i-th completion of the last poll(), decoded (with its context). */
+  completionAt(index: number): WorkCompletion {
+    const base = index * WC_SIZE;
+    const wrId = readWrId(this.#view, base);
+    const tracked = this.#contexts.get(wrId);
+    if (tracked?.once) this.#contexts.delete(wrId);
+    return decodeWorkCompletion(this.#view, base, tracked?.context);
+  }
+
+  /**
+   * Blocks the thread until one completion arrives, as rdma_get_*_comp do.
+   * A completion with an error status throws WorkCompletionError.
+   */
+  waitOne(): WorkCompletion {
+    const operation = 'waitOne';
+    this.ensureOpen(operation);
+    for (;;) {
+      if (this.poll(1)) return this.#checked(this.completionAt(0));
+      this.#armNotify();
+      if (this.poll(1)) return this.#checked(this.completionAt(0));
+      if (!this.#watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use poll()');
+      blockUntilReadable(this.#watcher.fd, -1);
+      this.#drainChannel();
+    }
+  }
+
+  /** The next completion, on the event loop. Error statuses reject with WorkCompletionError. */
+  next(): Promise<WorkCompletion> {
+    this.ensureOpen('next');
+    return new Promise<WorkCompletion>((resolve, reject) => {
+      this.#waiters.push({ resolve, reject });
+      if (!this.#pumping) void this.#pump();
+    });
+  }
+
+  /** Delivers completions to waiters in order until none wait. */
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      let spins = 0;
+      while (this.#waiters.length > 0 && !this.closed) {
+        const count = this.poll(Math.min(this.#waiters.length, BATCH));
+        for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
+        if (count > 0 || this.#waiters.length === 0) continue;
+        if (this.mode === 'busy-poll') {
+          if (++spins % BUSY_SPINS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+          continue;
+        }
+        this.#armNotify();
+        if (this.poll(1) === 1) {
+          this.#deliver(this.completionAt(0));
+          continue;
+        }
+        if (!this.#watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
+        await this.#watcher.readable();
+        this.#drainChannel();
+      }
+    } catch (error) {
+      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #deliver(completion: WorkCompletion): void {
+    const waiter = this.#waiters.shift();
+    if (!waiter) return;
+    if (completion.status === 'SUCCESS') waiter.resolve(completion);
+    else waiter.reject(new WorkCompletionError(completion));
+  }
+
+  #checked(completion: WorkCompletion): WorkCompletion {
+    if (completion.status !== 'SUCCESS') throw new WorkCompletionError(completion);
+    return completion;
+  }
+
+  #armNotify(): void {
+    const ret = this.#ops.reqNotifyCq(this.handle, 0);
+    if (ret !== 0) throw new RdmaError('ibv_req_notify_cq', ret);
+  }
+
+  /** Reads every pending channel event (the fd is non-blocking) and acks them in batches. */
+  #drainChannel(): void {
+    while (libibverbs.ibv_get_cq_event(this.#channel, this.#eventSlots.subarray(0, 8), this.#eventSlots.subarray(8)) === 0) {
+      this.#unackedEvents++;
+    }
+    if (this.#unackedEvents >= ACK_BATCH) this.#ackEvents();
+  }
+
+  #ackEvents(): void {
+    if (this.#unackedEvents > 0) libibverbs.ibv_ack_cq_events(this.handle, this.#unackedEvents);
+    this.#unackedEvents = 0;
+  }
+
+  protected release(): void {
+    // ibv_destroy_cq waits for every event to be acked.
+    this.#ackEvents();
+    this.#watcher?.close();
+    const error = new ResourceClosedError(this.kind, 'next');
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+  }
+}

@@ -1,0 +1,90 @@
+// An open RDMA device (struct ibv_context): owned when opened here, borrowed
+// when it belongs to a connection-manager id (librdmacm closes those).
+import koffi from 'koffi';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { checkPointer, checkVerbs, RdmaError } from '../ffi/errors.js';
+import { forgetContextOps } from '../ffi/inline-verbs.js';
+import type { Pointer } from '../ffi/library.js';
+import { ibv_device_attr, type IbvDeviceAttr } from '../structs/verbs-device.js';
+import { Resource } from './resource.js';
+import { ProtectionDomain } from './protection-domain.js';
+
+/** The device limits the safe API validates against. */
+export interface DeviceLimits {
+  readonly maxQpWr: number;
+  readonly maxSge: number;
+  readonly maxCqe: number;
+  readonly maxQpRdAtom: number;
+  readonly maxMrSize: bigint;
+}
+
+export class DeviceContext extends Resource {
+  #limits: DeviceLimits | undefined;
+
+  private constructor(
+    handle: Pointer,
+    /** False for a context librdmacm owns (from a CmId): never closed here. */
+    readonly owned: boolean,
+  ) {
+    super('device context', handle, undefined, { warnOnLeak: owned });
+  }
+
+  /** Wraps a context that librdmacm owns (rdma_cm_id->verbs). */
+  static borrow(handle: Pointer): DeviceContext {
+    return new DeviceContext(handle, false);
+  }
+
+  /** Opens a device from ibv_get_device_list by name (default: the first). */
+  static open(name?: string): DeviceContext {
+    const count = Buffer.alloc(4);
+    const list = checkPointer('ibv_get_device_list', libibverbs.ibv_get_device_list(count));
+    try {
+      const devices = Array.from({ length: count.readInt32LE(0) }, (_, i) => BigInt(koffi.decode(list, i * 8, 'uintptr_t') as number | bigint));
+      const device = devices.find((d) => name === undefined || libibverbs.ibv_get_device_name(d) === name);
+      if (device === undefined) {
+        const known = devices.map((d) => libibverbs.ibv_get_device_name(d)).join(', ') || 'none';
+        throw new RdmaError('ibv_open_device', 19 /* ENODEV */, `no device named ${name ?? '(any)'} among: ${known}`);
+      }
+      return new DeviceContext(checkPointer('ibv_open_device', libibverbs.ibv_open_device(device)), true);
+    } finally {
+      libibverbs.ibv_free_device_list(list);
+    }
+  }
+
+  /** The device's name, e.g. 'rxe0'. */
+  get name(): string {
+    this.ensureOpen('name');
+    const device = BigInt(koffi.decode(this.handle, 0, 'uintptr_t') as number | bigint);
+    return libibverbs.ibv_get_device_name(device) ?? '';
+  }
+
+  /** ibv_query_device's limits, queried once. */
+  get limits(): DeviceLimits {
+    this.ensureOpen('limits');
+    if (!this.#limits) {
+      const attr = Buffer.alloc(ibv_device_attr.size);
+      checkVerbs('ibv_query_device', libibverbs.ibv_query_device(this.handle, attr));
+      const decoded = koffi.decode(attr, ibv_device_attr) as IbvDeviceAttr;
+      this.#limits = {
+        maxQpWr: decoded.max_qp_wr,
+        maxSge: decoded.max_sge,
+        maxCqe: decoded.max_cqe,
+        maxQpRdAtom: decoded.max_qp_rd_atom,
+        maxMrSize: BigInt(decoded.max_mr_size),
+      };
+    }
+    return this.#limits;
+  }
+
+  /** Allocates a protection domain on this device (ibv_alloc_pd). */
+  allocPd(): ProtectionDomain {
+    this.ensureOpen('allocPd');
+    return ProtectionDomain.allocate(this, this.handle);
+  }
+
+  protected release(): void {
+    if (!this.owned) return;
+    forgetContextOps(this.handle);
+    checkVerbs('ibv_close_device', libibverbs.ibv_close_device(this.handle));
+  }
+}

@@ -1,0 +1,66 @@
+// rdma_create_ep: an id, its address resolved (active) or bound (passive), and
+// for the active side a queue pair, in one call. Synchronous, as the man page.
+import koffi from 'koffi';
+import { z } from 'zod';
+import { librdmacm } from '../ffi/librdmacm.js';
+import { checkRdma } from '../ffi/errors.js';
+import { AddrInfo } from './addrinfo.js';
+import { CmId, encodeQpInitAttr, qpAttrSchema, type QpAttr } from './cm-id.js';
+import { PortSpace, type PortSpaceName } from './enums.js';
+import { ProtectionDomain } from './protection-domain.js';
+import { argumentError, parseArgument, port } from './validate.js';
+import { ibv_qp_init_attr, type IbvQpInitAttr } from '../structs/verbs-resources.js';
+
+const targetSchema = z.strictObject({
+  host: z.string().min(1).optional(),
+  port: z.union([port, z.string().regex(/^\d+$/, 'a port number')]),
+  passive: z.boolean().default(false),
+  portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
+});
+export type EndpointTarget = z.input<typeof targetSchema>;
+
+const optionsSchema = z.strictObject({
+  pd: z.custom<ProtectionDomain>((value) => value instanceof ProtectionDomain, 'expected a ProtectionDomain').optional(),
+  qp: qpAttrSchema.optional(),
+  context: z.unknown().optional(),
+});
+export interface EndpointOptions {
+  pd?: ProtectionDomain;
+  qp?: QpAttr;
+  context?: unknown;
+}
+
+/**
+ * rdma_create_ep. `target` is an AddrInfo, or `{ host, port, passive, portSpace }`
+ * to resolve one. The active side gets a QP (with the caps the device granted in
+ * `id.queuePair.caps`); a passive one is ready for listen() and getRequest(),
+ * whose ids come with their QP. Without `qp` options no QP is created on the
+ * active side either.
+ */
+export function createEndpoint(target: AddrInfo | EndpointTarget, options: EndpointOptions = {}): CmId {
+  const operation = 'rdma_create_ep';
+  const o = parseArgument(operation, 'options', optionsSchema, options);
+  if (o.pd?.closed) throw argumentError(operation, 'options.pd', 'the protection domain is closed');
+  let info: AddrInfo;
+  let ownsInfo = false;
+  if (target instanceof AddrInfo) {
+    if (target.closed) throw argumentError(operation, 'target', 'the address info is closed');
+    info = target;
+  } else {
+    const t = parseArgument(operation, 'target', targetSchema, target);
+    if (!t.passive && !t.host) throw argumentError(operation, 'target.host', 'an active endpoint needs a host to connect to');
+    info = AddrInfo.resolve(t.host ?? null, String(t.port), { flags: t.passive ? ['PASSIVE'] : [], portSpace: t.portSpace });
+    ownsInfo = true;
+  }
+  try {
+    const entry = info.entries[0];
+    const portSpace = entry && !entry.portSpace.startsWith('UNKNOWN') ? (entry.portSpace as PortSpaceName) : 'TCP';
+    const init = o.qp ? encodeQpInitAttr(o.qp) : null;
+    const slot = Buffer.alloc(8);
+    checkRdma(operation, librdmacm.rdma_create_ep(slot, info.unsafeHandle, o.pd ? o.pd.unsafeHandle : null, init));
+    const granted = init ? (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap : undefined;
+    return new CmId(slot.readBigUInt64LE(0), null, { context: o.context, portSpace, endpoint: true, granted, pd: o.pd });
+  } finally {
+    if (ownsInfo) info.close();
+  }
+}

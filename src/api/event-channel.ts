@@ -1,0 +1,170 @@
+// An rdma_cm event channel on Node's event loop. Its fd is non-blocking and
+// watched through libuv; each event is copied out and acked at once (so
+// rdma_destroy_id never waits on us), then handed to the operation waiting for
+// it on its id, or to the channel's async iterator, or queued on its id.
+import koffi from 'koffi';
+import { librdmacm } from '../ffi/librdmacm.js';
+import { RdmaError, checkPointer } from '../ffi/errors.js';
+import type { Pointer } from '../ffi/library.js';
+import { rdma_event_channel } from '../structs/rdma-cma.js';
+import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
+import { FdWatcher, setNonBlocking } from './fd-watcher.js';
+import { Resource } from './resource.js';
+import { ResourceClosedError } from './errors.js';
+import type { CmId } from './cm-id.js';
+
+/** What the channel needs from an id to route its events (CmId implements it). */
+export interface EventTarget {
+  readonly udPortSpace: boolean;
+  /** Offers an event to the id's pending operation; true if it took it. */
+  offerEvent(event: CmEvent<EventTarget>): boolean;
+  /** Queues an event nobody waited for. */
+  keepEvent(event: CmEvent<EventTarget>): void;
+}
+
+/** Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
+export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener: EventTarget, request: RawCmEvent['conn']) => EventTarget;
+
+export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId>> {
+  readonly fd: number;
+  readonly #watcher: FdWatcher;
+  readonly #targets = new Map<Pointer, EventTarget>();
+  readonly #eventSlot = Buffer.alloc(8);
+  #demand = 0;
+  #pumping = false;
+  #iterators = 0;
+  #iteratorQueue: CmEvent<CmId>[] = [];
+  #iteratorWaiters: ((result: IteratorResult<CmEvent<CmId>>) => void)[] = [];
+  /** Set by CmId (which this module cannot import) to wrap new connection requests. */
+  static adoptRequest: RequestAdopter | undefined;
+
+  constructor() {
+    const handle = checkPointer('rdma_create_event_channel', librdmacm.rdma_create_event_channel());
+    super('event channel', handle, undefined);
+    this.fd = koffi.decode(handle, koffi.offsetof(rdma_event_channel, 'fd'), 'int') as number;
+    setNonBlocking(this.fd);
+    this.#watcher = new FdWatcher(this.fd);
+  }
+
+  /** @internal Routes events of `idHandle` to `target`. */
+  attach(idHandle: Pointer, target: EventTarget): void {
+    this.ensureOpen('attach');
+    this.#targets.set(idHandle, target);
+  }
+
+  /** @internal */
+  detach(idHandle: Pointer): void {
+    this.#targets.delete(idHandle);
+  }
+
+  /** @internal An operation starts waiting for an event: read the fd until it is served. */
+  expect(): void {
+    this.ensureOpen('wait for an event');
+    this.#demand++;
+    if (!this.#pumping) void this.#pump();
+  }
+
+  /** @internal An operation stopped waiting (served, timed out or aborted). */
+  settle(): void {
+    this.#demand--;
+  }
+
+  /** Reads one event without blocking; undefined when none is pending. */
+  #readOne(): RawCmEvent | undefined {
+    if (librdmacm.rdma_get_cm_event(this.handle, this.#eventSlot) !== 0) {
+      const errno = koffi.errno();
+      if (errno === 11 /* EAGAIN */) return undefined;
+      throw new RdmaError('rdma_get_cm_event', errno);
+    }
+    const native = this.#eventSlot.readBigUInt64LE(0);
+    let event: RawCmEvent;
+    try {
+      const idHandle = BigInt(koffi.decode(native, 0, 'uintptr_t') as number | bigint);
+      event = copyCmEvent(native, this.#targets.get(idHandle)?.udPortSpace ?? false);
+    } finally {
+      librdmacm.rdma_ack_cm_event(native);
+    }
+    return event;
+  }
+
+  async #pump(): Promise<void> {
+    this.#pumping = true;
+    try {
+      while (this.#demand > 0 && !this.closed) {
+        const event = this.#readOne();
+        if (event) this.#dispatch(event);
+        else await this.#watcher.readable();
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #dispatch(raw: RawCmEvent): void {
+    const { idHandle, listenIdHandle, ...fields } = raw;
+    let target = this.#targets.get(idHandle);
+    const listener = listenIdHandle === null ? undefined : this.#targets.get(listenIdHandle);
+    if (raw.type === 'CONNECT_REQUEST' && listener && !target && EventChannel.adoptRequest) {
+      target = EventChannel.adoptRequest(this, idHandle, listener, raw.conn);
+    }
+    if (!target) return; // an id closed since: its event is acked and dropped
+    const event: CmEvent<EventTarget> = { ...fields, id: target, listenId: listener };
+    // A connection request is the listener's business; everything else its own id's.
+    const owner = raw.type === 'CONNECT_REQUEST' && listener ? listener : target;
+    if (owner.offerEvent(event)) return;
+    if (this.#iterators > 0) return this.#toIterator(event);
+    owner.keepEvent(event);
+  }
+
+  #toIterator(targetEvent: CmEvent<EventTarget>): void {
+    const event = targetEvent as CmEvent<CmId>; // every target on a channel is a CmId
+    const waiter = this.#iteratorWaiters.shift();
+    if (waiter) {
+      this.settle();
+      waiter({ value: event, done: false });
+    } else {
+      this.#iteratorQueue.push(event);
+    }
+  }
+
+  /**
+   * Every event that no pending operation takes, in order. Events that an
+   * operation (resolveAddr, connect, …) waits for go to that operation.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<CmEvent<CmId>> {
+    this.ensureOpen('iterate');
+    this.#iterators++;
+    let finished = false;
+    const finish = (): IteratorResult<CmEvent<CmId>> => {
+      if (!finished) {
+        finished = true;
+        this.#iterators--;
+      }
+      return { value: undefined, done: true };
+    };
+    return {
+      next: () => {
+        if (finished || this.closed) return Promise.resolve(finish());
+        const queued = this.#iteratorQueue.shift();
+        if (queued) return Promise.resolve({ value: queued, done: false });
+        return new Promise((resolve) => {
+          this.#iteratorWaiters.push(resolve);
+          this.expect();
+        });
+      },
+      return: () => Promise.resolve(finish()),
+    };
+  }
+
+  protected release(): void {
+    this.#watcher.close();
+    for (const waiter of this.#iteratorWaiters.splice(0)) waiter({ value: undefined, done: true });
+    this.#targets.clear();
+    librdmacm.rdma_destroy_event_channel(this.handle);
+  }
+
+  /** @internal For ids: throws if this channel is closed. */
+  assertOpen(operation: string): void {
+    if (this.closed) throw new ResourceClosedError(this.kind, operation);
+  }
+}

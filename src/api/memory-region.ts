@@ -1,0 +1,88 @@
+// Registered memory (struct ibv_mr). The region holds the JavaScript memory it
+// registered, so that memory can neither be freed nor moved while the device
+// may touch it; after deregister() any post that names the region is refused
+// before native code.
+import koffi from 'koffi';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { RdmaError, checkVerbs } from '../ffi/errors.js';
+import type { Pointer } from '../ffi/library.js';
+import { ibv_mr } from '../structs/verbs-resources.js';
+import type { AccessName } from './enums.js';
+import { Resource } from './resource.js';
+
+const PAGE_SIZE = 4096;
+const LKEY = koffi.offsetof(ibv_mr, 'lkey');
+const RKEY = koffi.offsetof(ibv_mr, 'rkey');
+
+/** What a peer needs to reach a region with RDMA read/write: its address, rkey and length. */
+export interface RemoteRegion {
+  readonly address: bigint;
+  readonly rkey: number;
+  readonly length: number;
+}
+
+export class MemoryRegion extends Resource {
+  /** The registered memory. Valid for as long as this object is reachable. */
+  readonly buffer: Buffer;
+  /** The memory's native address. */
+  readonly address: bigint;
+  readonly length: number;
+  readonly lkey: number;
+  readonly rkey: number;
+  /** The access this region was registered with. */
+  readonly access: readonly AccessName[];
+
+  private constructor(handle: Pointer, pd: Resource, buffer: Buffer, address: bigint, access: readonly AccessName[]) {
+    super('memory region', handle, pd);
+    this.buffer = buffer;
+    this.address = address;
+    this.length = buffer.byteLength;
+    this.lkey = koffi.decode(handle, LKEY, 'uint32_t') as number;
+    this.rkey = koffi.decode(handle, RKEY, 'uint32_t') as number;
+    this.access = access;
+  }
+
+  /** ibv_reg_mr; arguments are validated by the caller. */
+  static register(pd: Resource, pdHandle: Pointer, memory: Uint8Array, access: readonly AccessName[], accessMask: number): MemoryRegion {
+    // Reading .buffer moves a small on-heap typed array off the heap for good, so its address is stable.
+    void memory.buffer;
+    const buffer = Buffer.isBuffer(memory) ? memory : Buffer.from(memory.buffer, memory.byteOffset, memory.byteLength);
+    const address = koffi.address(buffer);
+    const handle = libibverbs.ibv_reg_mr(pdHandle, address, buffer.byteLength, accessMask);
+    if (handle === null || handle === 0n) throw new RdmaError('ibv_reg_mr', koffi.errno() || 12);
+    return new MemoryRegion(handle, pd, buffer, address, access);
+  }
+
+  /** A page-aligned Buffer of `size` bytes whose memory the garbage collector owns (never freed under a view). */
+  static pageAligned(size: number): Buffer {
+    const slab = Buffer.allocUnsafeSlow(size + PAGE_SIZE);
+    const misalignment = Number(koffi.address(slab) % BigInt(PAGE_SIZE));
+    const start = misalignment === 0 ? 0 : PAGE_SIZE - misalignment;
+    return slab.subarray(start, start + size).fill(0);
+  }
+
+  /** The protection domain this region belongs to. */
+  get protectionDomain(): Resource {
+    return this.parent!;
+  }
+
+  /** The remote descriptor to hand a peer (only useful with REMOTE_READ/WRITE access). */
+  get remote(): RemoteRegion {
+    this.ensureOpen('remote');
+    return { address: this.address, rkey: this.rkey, length: this.length };
+  }
+
+  /** Whether [offset, offset+length) lies inside the region. */
+  contains(offset: number, length: number): boolean {
+    return Number.isInteger(offset) && Number.isInteger(length) && offset >= 0 && length >= 0 && offset + length <= this.length;
+  }
+
+  /** ibv_dereg_mr. Same as close(). */
+  deregister(): void {
+    this.close();
+  }
+
+  protected release(): void {
+    checkVerbs('ibv_dereg_mr', libibverbs.ibv_dereg_mr(this.handle));
+  }
+}

@@ -1,0 +1,19 @@
+// Small native scratch areas owned by JavaScript: a Buffer whose memory lives
+// off the V8 heap (so it never moves) and whose address is taken once.
+import koffi from 'koffi';
+import type { Pointer } from '../ffi/library.js';
+
+/** V8 keeps typed arrays up to this size on its heap, where they can move. */
+const ON_HEAP_MAX = 64;
+
+export interface NativeScratch {
+  readonly buffer: Buffer;
+  readonly view: DataView;
+  readonly address: Pointer;
+}
+
+export function nativeScratch(size: number): NativeScratch {
+  const buffer = Buffer.alloc(Math.max(size, ON_HEAP_MAX + 1));
+  void buffer.buffer; // materializes the backing store off-heap for good
+  return { buffer, view: new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength), address: koffi.address(buffer) };
+}

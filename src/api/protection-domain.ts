@@ -1,0 +1,75 @@
+// A protection domain (struct ibv_pd): the scope of memory registrations and
+// queue pairs. Owned when allocated here; borrowed when librdmacm made it for
+// an id (rdma_create_ep / rdma_create_qp without a PD) and destroys it itself.
+import { z } from 'zod';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { checkPointer, checkVerbs } from '../ffi/errors.js';
+import type { Pointer } from '../ffi/library.js';
+import { Access, flagMask, type AccessName } from './enums.js';
+import { Resource } from './resource.js';
+import { MemoryRegion } from './memory-region.js';
+import { argumentError, bytes, parseArgument } from './validate.js';
+
+const accessSchema = z.array(z.enum(Access.names as [AccessName, ...AccessName[]])).default(['LOCAL_WRITE']);
+const sizeSchema = z.number().int().min(1, 'a region needs at least 1 byte').max(2 ** 40);
+
+export class ProtectionDomain extends Resource {
+  private constructor(
+    handle: Pointer,
+    parent: Resource,
+    /** False for librdmacm's own PD of an id. */
+    readonly owned: boolean,
+  ) {
+    super('protection domain', handle, parent);
+  }
+
+  /** ibv_alloc_pd on a device context (see DeviceContext.allocPd). */
+  static allocate(context: Resource, contextHandle: Pointer): ProtectionDomain {
+    return new ProtectionDomain(checkPointer('ibv_alloc_pd', libibverbs.ibv_alloc_pd(contextHandle)), context, true);
+  }
+
+  /** Wraps the PD librdmacm created for an id; closing it only deregisters its regions. */
+  static borrow(handle: Pointer, owner: Resource): ProtectionDomain {
+    return new ProtectionDomain(handle, owner, false);
+  }
+
+  /**
+   * Registers `buffer` (ibv_reg_mr). The region holds the buffer, so the memory
+   * stays valid and unmoved while registered. Access defaults to LOCAL_WRITE:
+   * remote access only when asked for by name.
+   */
+  register(buffer: Uint8Array, access?: readonly AccessName[]): MemoryRegion {
+    const operation = 'ProtectionDomain.register';
+    this.ensureOpen(operation);
+    const memory = parseArgument(operation, 'buffer', bytes, buffer);
+    if (memory.byteLength === 0) throw argumentError(operation, 'buffer', 'cannot register an empty buffer');
+    const names = parseArgument(operation, 'access', accessSchema, access);
+    return MemoryRegion.register(this, this.handle, memory, names, flagMask(Access, names));
+  }
+
+  /** Allocates page-aligned memory and registers it; `region.buffer` is the view to use. */
+  allocate(size: number, access?: readonly AccessName[]): MemoryRegion {
+    const operation = 'ProtectionDomain.allocate';
+    const bytes = parseArgument(operation, 'size', sizeSchema, size);
+    return this.register(MemoryRegion.pageAligned(bytes), access);
+  }
+
+  /** rdma_reg_msgs: LOCAL_WRITE. */
+  regMsgs(buffer: Uint8Array): MemoryRegion {
+    return this.register(buffer, ['LOCAL_WRITE']);
+  }
+
+  /** rdma_reg_read: LOCAL_WRITE | REMOTE_READ. */
+  regRead(buffer: Uint8Array): MemoryRegion {
+    return this.register(buffer, ['LOCAL_WRITE', 'REMOTE_READ']);
+  }
+
+  /** rdma_reg_write: LOCAL_WRITE | REMOTE_WRITE. */
+  regWrite(buffer: Uint8Array): MemoryRegion {
+    return this.register(buffer, ['LOCAL_WRITE', 'REMOTE_WRITE']);
+  }
+
+  protected release(): void {
+    if (this.owned) checkVerbs('ibv_dealloc_pd', libibverbs.ibv_dealloc_pd(this.handle));
+  }
+}

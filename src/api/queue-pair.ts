@@ -1,0 +1,129 @@
+// A queue pair (struct ibv_qp) made by rdma_create_qp or rdma_create_ep on a
+// CmId: posting sends and receives, and taking their completions.
+import koffi from 'koffi';
+import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
+import type { Pointer } from '../ffi/library.js';
+import { ibv_qp } from '../structs/verbs-resources.js';
+import type { IbvQpCap } from '../structs/verbs-resources.js';
+import { CompletionQueue } from './completion-queue.js';
+import { QpType, type QpTypeName } from './enums.js';
+import type { MemoryRegion } from './memory-region.js';
+import type { ProtectionDomain } from './protection-domain.js';
+import { Resource } from './resource.js';
+import { PreparedRecv, PreparedSend, type PostTarget, type RecvOptions, type SendOptions } from './work-request.js';
+import type { WorkCompletion } from './work-completion.js';
+
+const readPointer = (address: Pointer, field: string) =>
+  BigInt(koffi.decode(address, koffi.offsetof(ibv_qp, field), 'uintptr_t') as number | bigint);
+
+/** What the device granted (qp_init_attr.cap is in/out). */
+export interface QueuePairCaps {
+  readonly maxSendWr: number;
+  readonly maxRecvWr: number;
+  readonly maxSendSge: number;
+  readonly maxRecvSge: number;
+  readonly maxInlineData: number;
+}
+
+export class QueuePair extends Resource {
+  readonly qpNum: number;
+  readonly type: QpTypeName | `UNKNOWN(${number})`;
+  readonly caps: QueuePairCaps;
+  readonly sendCq: CompletionQueue;
+  readonly recvCq: CompletionQueue;
+  readonly protectionDomain: ProtectionDomain;
+  readonly #target: PostTarget;
+
+  /**
+   * Wraps id->qp after rdma_create_qp/rdma_create_ep; the CQs are librdmacm's.
+   * `destroy` is rdma_destroy_qp on the owning id.
+   */
+  constructor(owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap, private readonly destroy: () => void) {
+    super('queue pair', handle, owner);
+    this.qpNum = koffi.decode(handle, koffi.offsetof(ibv_qp, 'qp_num'), 'uint32_t') as number;
+    this.type = QpType.nameOf(koffi.decode(handle, koffi.offsetof(ibv_qp, 'qp_type'), 'int') as number);
+    this.caps = {
+      maxSendWr: granted.max_send_wr,
+      maxRecvWr: granted.max_recv_wr,
+      maxSendSge: granted.max_send_sge,
+      maxRecvSge: granted.max_recv_sge,
+      maxInlineData: granted.max_inline_data,
+    };
+    this.protectionDomain = pd;
+    const sendCq = readPointer(handle, 'send_cq');
+    const recvCq = readPointer(handle, 'recv_cq');
+    this.sendCq = CompletionQueue.borrow(sendCq, this);
+    this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(recvCq, this);
+    const ops: ContextOps = contextOps(readPointer(handle, 'context'));
+    this.#target = { owner: this, handle, ops, pd, maxInlineData: this.caps.maxInlineData };
+  }
+
+  /** Validates and encodes a receive once; post() it each time its buffer is free. */
+  prepareRecv(region: MemoryRegion, options?: RecvOptions): PreparedRecv {
+    this.ensureOpen('prepareRecv');
+    return new PreparedRecv(this.#target, this.recvCq, region, options);
+  }
+
+  /** Validates and encodes a send (or RDMA write/read) once; post() it as often as needed. */
+  prepareSend(source: MemoryRegion | Uint8Array, options?: SendOptions): PreparedSend {
+    this.ensureOpen('prepareSend');
+    return new PreparedSend(this.#target, this.sendCq, source, options);
+  }
+
+  /** rdma_post_recv: posts one receive into `region`; returns its wr_id. */
+  postRecv(region: MemoryRegion, options?: RecvOptions): number {
+    this.ensureOpen('postRecv');
+    const request = new PreparedRecv(this.#target, this.recvCq, region, options, true);
+    this.#postOnce(request, this.recvCq);
+    return request.wrId;
+  }
+
+  /**
+   * rdma_post_send (and RDMA write/read with options.opcode): posts one request;
+   * returns its wr_id. A plain buffer may be sent only inline.
+   */
+  postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
+    this.ensureOpen('postSend');
+    const request = new PreparedSend(this.#target, this.sendCq, source, options, true);
+    this.#postOnce(request, this.sendCq);
+    return request.wrId;
+  }
+
+  #postOnce(request: PreparedRecv | PreparedSend, cq: CompletionQueue): void {
+    try {
+      request.post();
+    } catch (error) {
+      cq.untrack(request.wrId);
+      throw error;
+    }
+  }
+
+  /** rdma_get_send_comp: blocks until a send completion; an error status throws WorkCompletionError. */
+  getSendComp(): WorkCompletion {
+    this.ensureOpen('getSendComp');
+    return this.sendCq.waitOne();
+  }
+
+  /** rdma_get_recv_comp: blocks until a receive completion; an error status throws WorkCompletionError. */
+  getRecvComp(): WorkCompletion {
+    this.ensureOpen('getRecvComp');
+    return this.recvCq.waitOne();
+  }
+
+  /** The next send-queue completion, on the event loop. */
+  nextSendCompletion(): Promise<WorkCompletion> {
+    this.ensureOpen('nextSendCompletion');
+    return this.sendCq.next();
+  }
+
+  /** The next receive completion, on the event loop. */
+  nextRecvCompletion(): Promise<WorkCompletion> {
+    this.ensureOpen('nextRecvCompletion');
+    return this.recvCq.next();
+  }
+
+  /** rdma_destroy_qp, after the CQs acked their events (it destroys librdmacm's CQs too). */
+  protected release(): void {
+    this.destroy();
+  }
+}

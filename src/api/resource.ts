@@ -1,0 +1,97 @@
+// What every safe resource shares: one native handle, a parent it keeps alive,
+// children it closes first, idempotent close(), `using` support, and a
+// ResourceClosedError for any use after close.
+import { ResourceClosedError } from './errors.js';
+import type { Pointer } from '../ffi/library.js';
+
+const leakWarnings = new FinalizationRegistry<string>((description) => {
+  process.emitWarning(`${description} was garbage-collected without close(); its native resources leaked`, {
+    code: 'RDMACM_LEAK',
+  });
+});
+
+export abstract class Resource {
+  #handle: Pointer;
+  #closed = false;
+  readonly #children = new Set<Resource>();
+  /** The parent this resource keeps alive (and that closes it first). */
+  protected parent: Resource | undefined;
+
+  protected constructor(
+    /** What this is, for messages: 'memory region', 'queue pair', … */
+    readonly kind: string,
+    handle: Pointer,
+    parent: Resource | undefined,
+    options: { warnOnLeak?: boolean } = {},
+  ) {
+    this.#handle = handle;
+    this.parent = parent;
+    if (parent) {
+      parent.ensureOpen(`create a ${kind}`);
+      parent.#children.add(this);
+    } else if (options.warnOnLeak !== false) {
+      // Only roots: a child is reachable from its parent, so it is never collected first.
+      leakWarnings.register(this, `an rdmacm ${kind}`, this);
+    }
+  }
+
+  /** Whether close() has run (on this resource or a parent). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** The native pointer. Unsafe: it dangles after close(). */
+  get unsafeHandle(): Pointer {
+    this.ensureOpen('unsafeHandle');
+    return this.#handle;
+  }
+
+  /** Moves this resource under another parent (rdma_migrate_id moves an id to another channel). */
+  protected reparent(parent: Resource | undefined): void {
+    if (parent === this.parent) return;
+    parent?.ensureOpen(`move a ${this.kind}`);
+    if (this.parent) this.parent.#children.delete(this);
+    if (parent) parent.#children.add(this);
+    this.parent = parent;
+  }
+
+  /** Throws ResourceClosedError when closed. */
+  protected ensureOpen(operation: string): void {
+    if (this.#closed) throw new ResourceClosedError(this.kind, operation);
+  }
+
+  /** The handle, for this resource's own native calls. */
+  protected get handle(): Pointer {
+    return this.#handle;
+  }
+
+  /** Closes children (newest first), then frees this resource's native object. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    let firstError: unknown;
+    for (const child of [...this.#children].reverse()) {
+      try {
+        child.close();
+      } catch (error) {
+        firstError ??= error;
+      }
+    }
+    this.#closed = true;
+    leakWarnings.unregister(this);
+    try {
+      this.release();
+    } catch (error) {
+      firstError ??= error;
+    } finally {
+      if (this.parent) this.parent.#children.delete(this);
+    }
+    if (firstError !== undefined) throw firstError;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** Frees the native object; called once, after the children are closed. */
+  protected abstract release(): void;
+}

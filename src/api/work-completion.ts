@@ -1,0 +1,89 @@
+// Work completions (struct ibv_wc) as typed objects, and the error that carries
+// a failed one.
+import koffi from 'koffi';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { ibv_wc } from '../structs/verbs-work.js';
+import { WcFlag, WcOpcode, WcStatus, flagNames, type WcFlagName, type WcOpcodeName, type WcStatusName } from './enums.js';
+
+export interface WorkCompletion {
+  /** The work request's id (the C API's wr_id). */
+  readonly wrId: number;
+  /** The `context` given when the request was posted, if any. */
+  readonly context: unknown;
+  readonly status: WcStatusName | `UNKNOWN(${number})`;
+  /** ibv_wc_status_str's text for the status. */
+  readonly statusText: string;
+  readonly opcode: WcOpcodeName | `UNKNOWN(${number})`;
+  readonly byteLen: number;
+  /** Immediate data (host byte order) when flags has WITH_IMM. */
+  readonly immData: number | undefined;
+  readonly qpNum: number;
+  readonly srcQp: number;
+  readonly flags: readonly WcFlagName[];
+  readonly vendorErr: number;
+}
+
+/** A work request completed with an error status. */
+export class WorkCompletionError extends Error {
+  override name = 'WorkCompletionError';
+  readonly code: string;
+  constructor(readonly completion: WorkCompletion) {
+    super(`work request ${completion.wrId} (${completion.opcode}) failed: ${completion.status} (${completion.statusText})` +
+      (completion.status === 'LOC_LEN_ERR' ? ' — the receive buffer is smaller than the message' : '') +
+      (completion.status === 'WR_FLUSH_ERR' ? ' — the queue pair is in the error state (disconnected or closed)' : '') +
+      (completion.status === 'REM_ACCESS_ERR' ? ' — the peer refused access: wrong rkey, address out of bounds, or access not granted' : ''));
+    this.code = `ERR_RDMACM_WC_${completion.status}`;
+  }
+}
+
+export const WC_SIZE = ibv_wc.size;
+const OFFSET = {
+  wrId: koffi.offsetof(ibv_wc, 'wr_id'),
+  status: koffi.offsetof(ibv_wc, 'status'),
+  opcode: koffi.offsetof(ibv_wc, 'opcode'),
+  vendorErr: koffi.offsetof(ibv_wc, 'vendor_err'),
+  byteLen: koffi.offsetof(ibv_wc, 'byte_len'),
+  immData: koffi.offsetof(ibv_wc, 'imm_data'),
+  qpNum: koffi.offsetof(ibv_wc, 'qp_num'),
+  srcQp: koffi.offsetof(ibv_wc, 'src_qp'),
+  wcFlags: koffi.offsetof(ibv_wc, 'wc_flags'),
+};
+const WITH_IMM = WcFlag.values.WITH_IMM;
+const statusTexts = new Map<number, string>();
+
+/** Reads a wr_id written as two 32-bit halves (no BigInt on the data path). */
+export function readWrId(view: DataView, base: number): number {
+  return view.getUint32(base + OFFSET.wrId, true) + view.getUint32(base + OFFSET.wrId + 4, true) * 2 ** 32;
+}
+
+export function readStatus(view: DataView, base: number): number {
+  return view.getInt32(base + OFFSET.status, true);
+}
+
+export function readByteLen(view: DataView, base: number): number {
+  return view.getUint32(base + OFFSET.byteLen, true);
+}
+
+/** Decodes the ibv_wc at `base` in `view` into a typed, plain object. */
+export function decodeWorkCompletion(view: DataView, base: number, context: unknown): WorkCompletion {
+  const status = readStatus(view, base);
+  let statusText = statusTexts.get(status);
+  if (statusText === undefined) {
+    statusText = libibverbs.ibv_wc_status_str(status) ?? `status ${status}`;
+    statusTexts.set(status, statusText);
+  }
+  const flags = view.getUint32(base + OFFSET.wcFlags, true);
+  return {
+    wrId: readWrId(view, base),
+    context,
+    status: WcStatus.nameOf(status),
+    statusText,
+    opcode: WcOpcode.nameOf(view.getInt32(base + OFFSET.opcode, true)),
+    byteLen: readByteLen(view, base),
+    immData: flags & WITH_IMM ? view.getUint32(base + OFFSET.immData, false) : undefined,
+    qpNum: view.getUint32(base + OFFSET.qpNum, true),
+    srcQp: view.getUint32(base + OFFSET.srcQp, true),
+    flags: flagNames(WcFlag, flags),
+    vendorErr: view.getUint32(base + OFFSET.vendorErr, true),
+  };
+}

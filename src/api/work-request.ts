@@ -1,0 +1,208 @@
+// Work requests, validated once and encoded once into native memory
+// (struct ibv_send_wr / ibv_recv_wr plus one ibv_sge). post() is the hot path:
+// a closed-resource check and one FFI crossing, nothing allocated.
+import koffi from 'koffi';
+import { z } from 'zod';
+import { RdmaError } from '../ffi/errors.js';
+import {
+  IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
+  IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
+  type ContextOps,
+} from '../ffi/inline-verbs.js';
+import type { Pointer } from '../ffi/library.js';
+import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
+import { MemoryRegion } from './memory-region.js';
+import { nativeScratch, type NativeScratch } from './native-memory.js';
+import { argumentError, parseArgument, u32, u64 } from './validate.js';
+import type { CompletionQueue } from './completion-queue.js';
+import type { Resource } from './resource.js';
+
+const SEND = {
+  wrId: koffi.offsetof(ibv_send_wr, 'wr_id'),
+  sgList: koffi.offsetof(ibv_send_wr, 'sg_list'),
+  numSge: koffi.offsetof(ibv_send_wr, 'num_sge'),
+  opcode: koffi.offsetof(ibv_send_wr, 'opcode'),
+  sendFlags: koffi.offsetof(ibv_send_wr, 'send_flags'),
+  immData: koffi.offsetof(ibv_send_wr, 'imm_data'),
+  remoteAddr: koffi.offsetof(ibv_send_wr, 'wr'),
+  rkey: koffi.offsetof(ibv_send_wr, 'wr') + 8,
+};
+const RECV = {
+  wrId: koffi.offsetof(ibv_recv_wr, 'wr_id'),
+  sgList: koffi.offsetof(ibv_recv_wr, 'sg_list'),
+  numSge: koffi.offsetof(ibv_recv_wr, 'num_sge'),
+};
+const SGE_LENGTH = koffi.offsetof(ibv_sge, 'length');
+const SGE_LKEY = koffi.offsetof(ibv_sge, 'lkey');
+
+/** Where a one-sided operation lands: a peer region's address and rkey (and length, to check bounds). */
+const remoteSchema = z.strictObject({
+  address: u64,
+  rkey: u32,
+  length: z.number().int().min(0).optional(),
+});
+
+const recvOptionsSchema = z.strictObject({
+  offset: z.number().int().min(0).default(0),
+  length: z.number().int().min(0).max(0xffffffff, 'an SGE length is a u32').optional(),
+  context: z.unknown().optional(),
+});
+export type RecvOptions = z.input<typeof recvOptionsSchema>;
+
+const sendOptionsSchema = recvOptionsSchema.extend({
+  opcode: z.enum(['SEND', 'RDMA_WRITE', 'RDMA_READ']).default('SEND'),
+  inline: z.boolean().default(false),
+  signaled: z.boolean().default(true),
+  solicited: z.boolean().default(false),
+  fence: z.boolean().default(false),
+  immediate: u32.optional(),
+  remote: remoteSchema.optional(),
+});
+export type SendOptions = z.input<typeof sendOptionsSchema>;
+
+/** What a queue pair tells its work requests about itself. */
+export interface PostTarget {
+  readonly owner: Resource;
+  readonly handle: Pointer;
+  readonly ops: ContextOps;
+  readonly pd: Resource;
+  readonly maxInlineData: number;
+}
+
+/** The local memory of an SGE, checked: offset/length inside the region (or inline buffer). */
+function localRange(
+  operation: string, source: MemoryRegion | Uint8Array, pd: Resource, offset: number, length: number | undefined,
+): { address: Pointer; length: number; lkey: number; region: MemoryRegion | undefined } {
+  const size = source instanceof MemoryRegion ? source.length : source.byteLength;
+  if (offset > size) throw argumentError(operation, 'options.offset', `offset ${offset} is past the end of the ${size}-byte region`);
+  const bytes = length ?? size - offset;
+  if (length === undefined && bytes === 0) throw argumentError(operation, 'options.length', 'a length of 0 must be given explicitly');
+  if (offset + bytes > size) {
+    throw argumentError(operation, 'options.length', `offset ${offset} + length ${bytes} leaves the ${size}-byte region`);
+  }
+  if (bytes > 0xffffffff) throw argumentError(operation, 'options.length', 'an SGE length is a u32');
+  if (source instanceof MemoryRegion) {
+    if (source.closed) throw argumentError(operation, 'region', 'the memory region is deregistered');
+    if (source.protectionDomain !== pd) throw argumentError(operation, 'region', 'the memory region belongs to another protection domain');
+    return { address: source.address + BigInt(offset), length: bytes, lkey: source.lkey, region: source };
+  }
+  void source.buffer;
+  return { address: koffi.address(source) + BigInt(offset), length: bytes, lkey: 0, region: undefined };
+}
+
+abstract class PreparedWorkRequest {
+  readonly wrId: number;
+  protected readonly memory: NativeScratch;
+  protected readonly wr: Pointer;
+  protected readonly badWr: Pointer;
+  protected readonly sge: number;
+
+  protected constructor(
+    protected readonly target: PostTarget,
+    protected readonly region: MemoryRegion | undefined,
+    protected readonly keepAlive: Uint8Array | undefined,
+    cq: CompletionQueue,
+    context: unknown,
+    once: boolean,
+    wrSize: number,
+  ) {
+    this.memory = nativeScratch(wrSize + ibv_sge.size + 8);
+    this.wr = this.memory.address;
+    this.sge = wrSize;
+    this.badWr = this.memory.address + BigInt(wrSize + ibv_sge.size);
+    this.wrId = cq.trackWorkRequest(context, once);
+  }
+
+  protected writeSge(address: Pointer, length: number, lkey: number): void {
+    const v = this.memory.view;
+    v.setBigUint64(this.sge, address, true);
+    v.setUint32(this.sge + SGE_LENGTH, length, true);
+    v.setUint32(this.sge + SGE_LKEY, lkey, true);
+  }
+
+  /** Changes the SGE's length (e.g. a shorter message from the same region), within its bounds. */
+  setLength(length: number): void {
+    const limit = this.region ? this.region.length : (this.keepAlive?.byteLength ?? 0);
+    if (!Number.isInteger(length) || length < 0 || length > limit) {
+      throw argumentError('setLength', 'length', `must be an integer within the ${limit}-byte buffer`);
+    }
+    this.memory.view.setUint32(this.sge + SGE_LENGTH, length, true);
+  }
+
+  protected check(operation: string): void {
+    if (this.target.owner.closed) throw argumentError(operation, 'queuePair', 'the queue pair is closed');
+    if (this.region?.closed) throw argumentError(operation, 'region', 'the memory region is deregistered');
+  }
+}
+
+/** A send, RDMA write or RDMA read, encoded once; post() it as often as you like. */
+export class PreparedSend extends PreparedWorkRequest {
+  constructor(target: PostTarget, cq: CompletionQueue, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
+    const operation = 'QueuePair.postSend';
+    const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
+    if (!(source instanceof MemoryRegion) && !o.inline) {
+      throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
+    }
+    const range = localRange(operation, source, target.pd, o.offset, o.length);
+    if (o.inline && range.length > target.maxInlineData) {
+      throw argumentError(operation, 'options.length', `inline data of ${range.length} bytes exceeds the queue pair's max_inline_data (${target.maxInlineData})`);
+    }
+    if (o.opcode !== 'SEND' && !o.remote) throw argumentError(operation, 'options.remote', `${o.opcode} needs the peer's { address, rkey }`);
+    if (o.opcode === 'RDMA_READ' && o.inline) throw argumentError(operation, 'options.inline', 'an RDMA read cannot be inline');
+    if (o.opcode === 'RDMA_READ' && o.immediate !== undefined) throw argumentError(operation, 'options.immediate', 'an RDMA read carries no immediate data');
+    if (o.remote?.length !== undefined && range.length > o.remote.length) {
+      throw argumentError(operation, 'options.remote.length', `the ${range.length}-byte transfer exceeds the ${o.remote.length}-byte remote region`);
+    }
+    // An unsignaled request never completes, so it has no context to return.
+    super(target, range.region, source instanceof MemoryRegion ? undefined : source, cq, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
+
+    const v = this.memory.view;
+    v.setUint32(SEND.wrId, this.wrId, true);
+    v.setBigUint64(SEND.sgList, this.memory.address + BigInt(this.sge), true);
+    v.setInt32(SEND.numSge, 1, true);
+    const opcode =
+      o.opcode === 'RDMA_READ' ? IBV_WR_RDMA_READ
+      : o.opcode === 'RDMA_WRITE' ? (o.immediate === undefined ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM)
+      : o.immediate === undefined ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
+    v.setInt32(SEND.opcode, opcode, true);
+    const flags = (o.signaled ? IBV_SEND_SIGNALED : 0) | (o.inline ? IBV_SEND_INLINE : 0) |
+      (o.solicited ? IBV_SEND_SOLICITED : 0) | (o.fence ? IBV_SEND_FENCE : 0);
+    v.setUint32(SEND.sendFlags, flags, true);
+    if (o.immediate !== undefined) v.setUint32(SEND.immData, o.immediate, false);
+    if (o.remote) {
+      v.setBigUint64(SEND.remoteAddr, BigInt(o.remote.address), true);
+      v.setUint32(SEND.rkey, o.remote.rkey, true);
+    }
+    this.writeSge(range.address, range.length, range.lkey);
+  }
+
+  /** ibv_post_send of this request: one FFI crossing. */
+  post(): void {
+    this.check('PreparedSend.post');
+    const ret = this.target.ops.postSend(this.target.handle, this.wr, this.badWr);
+    if (ret !== 0) throw new RdmaError('ibv_post_send', ret);
+  }
+}
+
+/** A receive, encoded once; post() it again each time its buffer is free. */
+export class PreparedRecv extends PreparedWorkRequest {
+  constructor(target: PostTarget, cq: CompletionQueue, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
+    const operation = 'QueuePair.postRecv';
+    if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
+    const o = parseArgument(operation, 'options', recvOptionsSchema, options ?? {});
+    const range = localRange(operation, region, target.pd, o.offset, o.length);
+    super(target, range.region, undefined, cq, o.context, once, ibv_recv_wr.size);
+    const v = this.memory.view;
+    v.setUint32(RECV.wrId, this.wrId, true);
+    v.setBigUint64(RECV.sgList, this.memory.address + BigInt(this.sge), true);
+    v.setInt32(RECV.numSge, 1, true);
+    this.writeSge(range.address, range.length, range.lkey);
+  }
+
+  /** ibv_post_recv of this request: one FFI crossing. */
+  post(): void {
+    this.check('PreparedRecv.post');
+    const ret = this.target.ops.postRecv(this.target.handle, this.wr, this.badWr);
+    if (ret !== 0) throw new RdmaError('ibv_post_recv', ret);
+  }
+}

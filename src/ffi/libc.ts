@@ -1,0 +1,15 @@
+// The few libc calls the binding needs around RDMA file descriptors.
+import { defineLibrary, fn, type FunctionSpec } from './library.js';
+
+export const libcFunctions = {
+  // fcntl is variadic in C; every call here passes one int.
+  fcntl: fn('int', ['int fd', 'int cmd', 'int arg']),
+  poll: fn('int', ['struct pollfd *fds', 'unsigned long nfds', 'int timeout']),
+} as const satisfies Record<string, FunctionSpec>;
+
+export const libc = defineLibrary({ name: 'libc', sonames: ['libc.so.6'], envOverride: 'RDMACM_LIBC' }, libcFunctions);
+
+export const F_GETFL = 3;
+export const F_SETFL = 4;
+export const O_NONBLOCK = 0o4000;
+export const POLLIN = 0x001;

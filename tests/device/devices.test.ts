@@ -1,0 +1,88 @@
+// Device discovery on the real (soft-RoCE) device: listDevices(), rdmaGetDevices()
+// and `rdmacm devices`, against what scripts/rxe-vm.sh set up.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { listDevices, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
+import { packageRoot } from '../../src/cli/package-info.js';
+import { deviceAddress } from '../support/device.js';
+
+// The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).
+const repoRoot = packageRoot();
+
+function testDeviceName(): string {
+  const name = process.env.RDMACM_TEST_DEVICE;
+  if (!name) throw new Error('RDMACM_TEST_DEVICE is not set: run the device tier through scripts/test.sh or scripts/rxe-vm.sh');
+  return name;
+}
+
+function rdmacm(...args: string[]) {
+  return spawnSync(process.execPath, ['bin/rdmacm', ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+}
+
+test('listDevices() describes the rxe device, its active Ethernet port and its RoCE v2 GID', () => {
+  const devices = listDevices();
+  const device = devices.find((d) => d.name === testDeviceName());
+  assert.ok(device, `${testDeviceName()} in ${devices.map((d) => d.name).join(', ')}`);
+  assert.match(device.nodeGuid, /^[0-9a-f]{4}(:[0-9a-f]{4}){3}$/);
+  assert.equal(device.transport, 'InfiniBand', 'RoCE devices report the IB transport');
+  assert.equal(device.nodeType, 'CA');
+  assert.ok(device.limits.maxQp > 0 && device.limits.maxCqe > 0 && device.limits.maxMr > 0);
+  assert.match(device.limits.maxMrSize, /^[1-9]\d*$/);
+  assert.ok(device.physicalPortCount >= 1);
+  assert.equal(device.ports.length, device.physicalPortCount);
+
+  const port = device.ports[0]!;
+  assert.equal(port.port, 1);
+  assert.equal(port.state, 'ACTIVE');
+  assert.equal(port.physicalState, 'LINK_UP');
+  assert.equal(port.linkLayer, 'Ethernet');
+  assert.ok([256, 512, 1024, 2048, 4096].includes(port.activeMtu), `active MTU ${port.activeMtu}`);
+  assert.ok(port.maxMtu >= port.activeMtu);
+  assert.ok(port.gidTableLength > 0);
+
+  const roceV2 = port.gids.find((gid) => gid.type === 'RoCE v2' && gid.ip === deviceAddress());
+  assert.ok(roceV2, `a RoCE v2 GID for ${deviceAddress()} in ${JSON.stringify(port.gids)}`);
+  assert.equal(roceV2.netdev, process.env.RDMACM_TEST_NETDEV);
+  const [a, b, c, d] = deviceAddress().split('.').map(Number) as [number, number, number, number];
+  const mapped = `0000:0000:0000:0000:0000:ffff:${((a << 8) | b).toString(16).padStart(4, '0')}:${((c << 8) | d).toString(16).padStart(4, '0')}`;
+  assert.equal(roceV2.gid, mapped, 'the GID is the IPv4-mapped address');
+  // The link-local GID from the netdev's MAC, which rxe always has at index 0.
+  const linkLocal = port.gids.find((gid) => gid.index === 0);
+  assert.ok(linkLocal && linkLocal.gid.startsWith('fe80:0000:0000:0000:'), JSON.stringify(linkLocal));
+  assert.match(linkLocal.ip!, /^fe80::/);
+});
+
+test('the device list is plain data: JSON round-trips it unchanged', () => {
+  const devices = listDevices();
+  assert.deepEqual(JSON.parse(JSON.stringify(devices)) as DeviceInfo[], devices);
+});
+
+test('rdmaGetDevices() names the devices librdmacm sees, the rxe device among them', () => {
+  const names = rdmaGetDevices();
+  assert.ok(names.includes(testDeviceName()), `${testDeviceName()} in ${names.join(', ')}`);
+  assert.deepEqual([...names].sort(), listDevices().map((d) => d.name).sort());
+});
+
+test('rdmacm devices --json lists the rxe device with its port and GIDs', { timeout: 120_000 }, () => {
+  const result = rdmacm('devices', '--json');
+  assert.equal(result.status, 0, result.stderr);
+  const devices = JSON.parse(result.stdout) as DeviceInfo[];
+  const device = devices.find((d) => d.name === testDeviceName());
+  assert.ok(device);
+  assert.equal(device.ports[0]?.state, 'ACTIVE');
+  assert.ok(device.ports[0]!.gids.some((gid) => gid.ip === deviceAddress() && gid.type === 'RoCE v2'));
+});
+
+test('rdmacm devices (table) and -v (details) print the device, its port and its GIDs', { timeout: 120_000 }, () => {
+  const plain = rdmacm('devices');
+  assert.equal(plain.status, 0, plain.stderr);
+  assert.match(plain.stdout, new RegExp(`^\\s+${testDeviceName()}\\s+[0-9a-f]{4}(:[0-9a-f]{4}){3}$`, 'm'));
+
+  const verbose = rdmacm('devices', '-v');
+  assert.equal(verbose.status, 0, verbose.stderr);
+  assert.match(verbose.stdout, new RegExp(`^hca_id: ${testDeviceName()}$`, 'm'));
+  assert.match(verbose.stdout, /^\tport 1:$/m);
+  assert.match(verbose.stdout, /^\t\tstate:\s+ACTIVE$/m);
+  assert.match(verbose.stdout, new RegExp(`^\\t\\tGID\\[\\s*\\d+\\]: [0-9a-f:]+, RoCE v2, ${process.env.RDMACM_TEST_NETDEV} ${deviceAddress().replace(/\./g, '\\.')}$`, 'm'));
+});
