@@ -3,7 +3,7 @@
 // RDMACM_TEST_ONLY=name[,name] runs only those files (e.g. "connection").
 import { hasDevice } from '../support/device.js';
 
-const files = ['raw-interop', 'devices', 'connection'];
+const files = ['raw-interop', 'devices', 'connection', 'examples'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');
