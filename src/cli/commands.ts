@@ -1,5 +1,7 @@
 // The table of CLI commands: each one's name, one-line summary and entry point.
 import { devicesSummary, runDevices } from './devices.js';
+import { runSmokeCommand, smokeSummary } from './smoke.js';
+
 export interface Command {
   readonly name: string;
   readonly summary: string;
@@ -9,4 +11,5 @@ export interface Command {
 
 export const commands: readonly Command[] = [
   { name: 'devices', summary: devicesSummary, run: runDevices },
+  { name: 'smoke', summary: smokeSummary, run: runSmokeCommand },
 ];

@@ -1,0 +1,212 @@
+// `rdmacm smoke`: one pass over the whole stack on this host's RDMA device —
+// device found, rdma_cm connection, send/recv both ways, RDMA write then read,
+// clean teardown — with one timed line per step.
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { listDevices } from '../api/devices.js';
+import { createId, type CmId } from '../api/cm-id.js';
+import { EventChannel } from '../api/event-channel.js';
+import type { MemoryRegion } from '../api/memory-region.js';
+
+export const smokeSummary = 'smoke-test this host\'s RDMA device: connect, send/recv, RDMA write/read, teardown';
+
+const usage = `Usage: rdmacm smoke [-a ADDRESS] [-p PORT] [-d DEVICE] [--json] [-h]
+
+Runs the smoke test on this host's RDMA device, client and server in one
+process, and prints one line per step with its time. Exits 0 when every step
+passes, 1 when one fails, 2 when there is no RDMA device.
+
+Options:
+  -a, --address ADDRESS  the IP address to use (default: $RDMACM_TEST_ADDR, else
+                         the IPv4 address of the device's first RoCE v2 GID)
+  -d, --device NAME      the device to use (default: $RDMACM_TEST_DEVICE, else the first)
+  -p, --port PORT        the rdma_cm port (default 7474)
+      --json             print one JSON object instead of the lines
+  -h, --help             show this help
+
+Without a device: scripts/setup-rxe.sh creates a soft-RoCE one; elsewhere run
+npm run smoke, which boots a soft-RoCE VM (scripts/rxe-vm.sh).
+`;
+
+const MESSAGE = 64;
+const REGION = 4096;
+
+export interface SmokeStep {
+  readonly step: string;
+  readonly ok: boolean;
+  readonly ms: number;
+  readonly detail: string;
+}
+
+class SmokeFailure extends Error {}
+
+/** Picks the device and the address to connect on. */
+function chooseTarget(deviceName: string | undefined, address: string | undefined): { device: string; address: string } {
+  const devices = listDevices();
+  if (devices.length === 0) throw new SmokeFailure('no RDMA device found — see scripts/setup-rxe.sh, or run npm run smoke (it boots a soft-RoCE VM)');
+  const device = deviceName ? devices.find((d) => d.name === deviceName) : devices[0];
+  if (!device) throw new SmokeFailure(`no device named ${deviceName} (found: ${devices.map((d) => d.name).join(', ')})`);
+  const active = device.ports.find((p) => p.state === 'ACTIVE');
+  if (!active) throw new SmokeFailure(`${device.name} has no ACTIVE port`);
+  const ip = address ?? active.gids.find((g) => g.type === 'RoCE v2' && g.ip && !g.ip.includes(':'))?.ip ?? undefined;
+  if (!ip) throw new SmokeFailure(`${device.name} has no IPv4 address on a RoCE v2 GID; pass --address`);
+  return { device: device.name, address: ip };
+}
+
+function expectEqual(actual: Buffer, expected: Buffer, what: string): void {
+  if (!actual.equals(expected)) throw new SmokeFailure(`${what}: the bytes differ`);
+}
+
+/** Runs every step in order, stopping at the first failure; resources are closed whatever happens. */
+export async function runSmoke(options: { device?: string; address?: string; port: number }, report: (step: SmokeStep) => void): Promise<boolean> {
+  const resources: { close(): void }[] = [];
+  const track = <T extends { close(): void }>(resource: T): T => (resources.push(resource), resource);
+  let ok = true;
+  const step = async (name: string, action: () => Promise<string> | string): Promise<void> => {
+    if (!ok) return;
+    const started = performance.now();
+    try {
+      const detail = await action();
+      report({ step: name, ok: true, ms: performance.now() - started, detail });
+    } catch (error) {
+      ok = false;
+      report({ step: name, ok: false, ms: performance.now() - started, detail: error instanceof Error ? error.message : String(error) });
+    }
+  };
+
+  let target = { device: '', address: '' };
+  let server: CmId | undefined;
+  let client: CmId | undefined;
+  let serverRecv: MemoryRegion | undefined;
+  let clientRecv: MemoryRegion | undefined;
+
+  await step('device found', () => {
+    target = chooseTarget(options.device, options.address);
+    return `${target.device}, address ${target.address}`;
+  });
+
+  await step('rdma_cm connects client and server', async () => {
+    const serverChannel = track(new EventChannel());
+    const clientChannel = track(new EventChannel());
+    const listener = track(createId(serverChannel));
+    listener.bindAddr({ address: target.address, port: options.port });
+    listener.listen(1);
+    client = track(createId(clientChannel));
+    await client.resolveAddr({ address: target.address, port: options.port });
+    await client.resolveRoute();
+    client.createQp({ sendWr: 4, recvWr: 4 });
+    clientRecv = client.regMsgs(Buffer.alloc(MESSAGE));
+    client.postRecv(clientRecv);
+    const request = listener.nextRequest({ timeoutMs: 10_000 });
+    const connected = client.connect(undefined, { timeoutMs: 10_000 });
+    server = track(await request);
+    server.createQp({ sendWr: 4, recvWr: 4 });
+    serverRecv = server.regMsgs(Buffer.alloc(MESSAGE));
+    server.postRecv(serverRecv);
+    await Promise.all([connected, server.accept()]);
+    return `qp ${client.queuePair.qpNum} ↔ qp ${server.queuePair.qpNum} on port ${options.port}`;
+  });
+
+  await step('send/recv both ways', async () => {
+    const ping = randomBytes(MESSAGE);
+    const pong = randomBytes(MESSAGE);
+    client!.postSend(client!.regMsgs(Buffer.from(ping)));
+    const got = await server!.queuePair.nextRecvCompletion();
+    await client!.queuePair.nextSendCompletion();
+    expectEqual(serverRecv!.buffer.subarray(0, got.byteLen), ping, 'client → server');
+    server!.postSend(server!.regMsgs(Buffer.from(pong)));
+    const back = await client!.queuePair.nextRecvCompletion();
+    await server!.queuePair.nextSendCompletion();
+    expectEqual(clientRecv!.buffer.subarray(0, back.byteLen), pong, 'server → client');
+    return `${MESSAGE} B each way`;
+  });
+
+  await step('RDMA write, then read, returns the bytes written', async () => {
+    // The server exposes a region for remote read and write and sends its descriptor.
+    const exposed = server!.pd.allocate(REGION, ['LOCAL_WRITE', 'REMOTE_READ', 'REMOTE_WRITE']);
+    const descriptor = server!.regMsgs(Buffer.alloc(16));
+    descriptor.buffer.writeBigUInt64LE(exposed.address, 0);
+    descriptor.buffer.writeUInt32LE(exposed.rkey, 8);
+    descriptor.buffer.writeUInt32LE(exposed.length, 12);
+    client!.postRecv(clientRecv!);
+    server!.postSend(descriptor);
+    await client!.queuePair.nextRecvCompletion();
+    await server!.queuePair.nextSendCompletion();
+    const remote = {
+      address: clientRecv!.buffer.readBigUInt64LE(0),
+      rkey: clientRecv!.buffer.readUInt32LE(8),
+      length: clientRecv!.buffer.readUInt32LE(12),
+    };
+
+    const written = client!.regMsgs(randomBytes(REGION));
+    client!.postSend(written, { opcode: 'RDMA_WRITE', remote });
+    await client!.queuePair.nextSendCompletion();
+    expectEqual(exposed.buffer, written.buffer, 'the server region after the RDMA write');
+
+    const readBack = client!.regMsgs(Buffer.alloc(REGION));
+    client!.postSend(readBack, { opcode: 'RDMA_READ', remote });
+    await client!.queuePair.nextSendCompletion();
+    expectEqual(readBack.buffer, written.buffer, 'the RDMA read');
+    return `${REGION} B written and read back`;
+  });
+
+  await step('teardown is clean', async () => {
+    const disconnected = server ? server.disconnect({ timeoutMs: 5000 }) : Promise.resolve();
+    await client?.disconnect({ timeoutMs: 5000 });
+    await disconnected;
+    for (const resource of resources.splice(0).reverse()) resource.close();
+    return 'disconnected, every resource closed';
+  });
+
+  for (const resource of resources.reverse()) {
+    try {
+      resource.close();
+    } catch {
+      // already failed; the report says why
+    }
+  }
+  return ok;
+}
+
+export async function runSmokeCommand(argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: {
+        address: { type: 'string', short: 'a' },
+        device: { type: 'string', short: 'd' },
+        port: { type: 'string', short: 'p', default: '7474' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    process.stderr.write(`rdmacm smoke: ${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
+    return 1;
+  }
+  const { values } = parsed;
+  if (values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  const port = Number(values.port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    process.stderr.write(`rdmacm smoke: --port must be 1–65535\n`);
+    return 1;
+  }
+  const steps: SmokeStep[] = [];
+  const ok = await runSmoke(
+    { device: values.device ?? process.env.RDMACM_TEST_DEVICE, address: values.address ?? process.env.RDMACM_TEST_ADDR, port },
+    (step) => {
+      steps.push(step);
+      if (!values.json) {
+        process.stdout.write(`${step.ok ? 'ok  ' : 'FAIL'} ${step.step.padEnd(48)} ${step.ms.toFixed(1).padStart(8)} ms  ${step.detail}\n`);
+      }
+    },
+  );
+  if (values.json) process.stdout.write(JSON.stringify({ ok, steps }) + '\n');
+  else process.stdout.write(ok ? 'smoke: all steps passed\n' : 'smoke: FAILED\n');
+  if (!ok && steps.length === 1 && /no RDMA device/.test(steps[0]!.detail)) return 2;
+  return ok ? 0 : 1;
+}
