@@ -1,0 +1,697 @@
+#!/usr/bin/env bash
+# rxe-vm.sh - run a command inside a throw-away QEMU guest that has soft-RoCE
+# (rdma_rxe), for testing the rdmacm binding on machines whose own kernel has
+# no RDMA stack (CI runners, containers).
+#
+# Usage:
+#   scripts/rxe-vm.sh [--hosts N] [--timeout S] [-e NAME[=VALUE]]... -- COMMAND [ARGS...]
+#   scripts/rxe-vm.sh --prepare        # install/download/build everything, boot nothing
+#   scripts/rxe-vm.sh --help
+#
+#   --hosts N      1 (default) or 2 guests.
+#                  1: one guest; rxe0 sits on veth0 (10.77.0.1/24), whose peer
+#                     veth1 has 10.77.0.2/24. RDMACM_TEST_ADDR=10.77.0.1.
+#                  2: two guests, each with a virtio-net NIC; the NICs are joined
+#                     by a QEMU socket netdev on 127.0.0.1, so RoCEv2 packets
+#                     really cross a link. rxe0 sits on eth0; addresses
+#                     10.78.0.1 (host0) and 10.78.0.2 (host1). COMMAND runs on
+#                     both guests; output lines are prefixed "[host0] "/"[host1] ".
+#   --timeout S    Overall limit in seconds (default 1200, env RDMACM_VM_TIMEOUT).
+#   -e, --env NAME[=VALUE]
+#                  Pass an extra variable into the guest (VALUE defaults to the
+#                  host's value of NAME).
+#   --verbose      Show kernel messages (console loglevel 7) and setup steps on
+#                  stderr (env RDMACM_VM_VERBOSE=1).
+#
+# What the guest is:
+#   Debian's stock kernel (the package linux-image-amd64 depends on, fetched
+#   with `apt-get download` and unpacked with `dpkg -x`, never installed), an
+#   initramfs built from busybox-static, TCG emulation (no KVM needed). The host
+#   root file system is shared read-only with 9p and the guest chroots into it,
+#   so node, rdma-core tools and perftest are the host's. The project folder
+#   (the parent of this scripts/ folder, wherever it lives) is shared WRITABLE
+#   and mounted at the same path. /tmp, /var/tmp, /run, /dev/shm are tmpfs.
+#   COMMAND runs as root in the project folder, with `ulimit -l unlimited`.
+#
+# Environment seen by COMMAND:
+#   RDMACM_IN_VM=1
+#   RDMACM_TEST_ADDR     IPv4 address of the netdev under this guest's rxe device
+#   RDMACM_TEST_DEVICE   rxe device name (rxe0)
+#   RDMACM_TEST_NETDEV   its netdev (veth0 or eth0)
+#   RDMACM_TEST_ADDRS    all guests' addresses, space-separated, in index order
+#   RDMACM_HOST_INDEX    0 .. N-1
+#   RDMACM_HOST_COUNT    N
+#   RDMACM_SHARED_DIR    a writable folder shared by all guests (a host temp
+#                        dir, removed afterwards), e.g. to exchange "ready" files
+#   PATH                 the host's PATH (+ sbin dirs); HOME=/tmp/home (tmpfs)
+#   CI and every host variable named RDMACM_* (except RDMACM_VM_*) are passed
+#   through, plus the ones given with -e.
+#
+# Terminal / streams:
+#   stdin is a terminal -> interactive: COMMAND gets the serial console as its
+#     controlling tty (e.g. `scripts/rxe-vm.sh -- node` gives a REPL). Ctrl-C
+#     goes to the guest; Ctrl-A x kills the VM. The guest sends plain "\n";
+#     the host terminal (QEMU keeps its output post-processing) adds "\r".
+#     (Only with --hosts 1; with --hosts 2 stdin is never read.)
+#   otherwise -> batch: QEMU never reads the host's stdin, COMMAND's stdin is
+#     /dev/null, its stdout/stderr are pipes inside the guest that reach the
+#     host's stdout/stderr separately, with plain "\n" line endings.
+#   Harness and kernel messages only go to stderr.
+#
+# Exit status:
+#   COMMAND's exit status (with --hosts 2: the first non-zero one in host index
+#        order; if one host's COMMAND fails, the others get RDMACM_VM_GRACE
+#        seconds to finish, then they are killed and report 125)
+#   124  timeout (the VMs are killed)
+#   125  VM/harness failure: missing packages that could not be installed,
+#        kernel download failure, guest did not boot, rxe setup failed, QEMU died
+#   130  interrupted (SIGINT/SIGTERM/SIGHUP on the host script)
+#   2    usage error
+#   (A COMMAND that itself exits 124/125 is indistinguishable; read stderr.)
+#
+# Cache: ${RDMACM_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-vm}
+#   kernel/<linux-image-package>/  vmlinuz + the needed .ko files
+#   initramfs-<hash>.cpio          rebuilt whenever the init script, the module
+#                                  list, the kernel or busybox change
+#   A second run downloads nothing. Delete the folder to start over.
+#
+# Other environment knobs: RDMACM_VM_MEM (MiB per guest, default 2048 for one
+#   guest, 1536 for two), RDMACM_VM_SMP (default 2), RDMACM_VM_BOOT_TIMEOUT
+#   (seconds until the guest must have started its setup, default 300),
+#   RDMACM_VM_KERNEL_PKG (override the kernel package name),
+#   RDMACM_VM_GRACE (seconds the other hosts may keep running after one host's
+#   COMMAND failed, default 30).
+#
+# Host requirements (installed with apt-get when missing, as root or with
+# passwordless sudo; otherwise the exact command is printed): qemu-system-x86
+# (--no-install-recommends), busybox-static, rdmacm-utils, ibverbs-utils,
+# ibverbs-providers, librdmacm1, libibverbs1, perftest, iproute2.
+
+set -euo pipefail
+
+PROG=rxe-vm.sh
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+PROJECT_DIR=$(cd "$SCRIPT_DIR/.." && pwd -P)
+
+EXIT_TIMEOUT=124
+EXIT_VM=125
+EXIT_USAGE=2
+
+msg() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { local code=$1; shift; msg "error: $*"; exit "$code"; }
+usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+
+# ---------------------------------------------------------------- arguments
+HOSTS=1
+TIMEOUT=${RDMACM_VM_TIMEOUT:-1200}
+VERBOSE=${RDMACM_VM_VERBOSE:-0}
+PREPARE_ONLY=0
+EXTRA_ENV=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --hosts) [ $# -ge 2 ] || die $EXIT_USAGE "--hosts needs a value"; HOSTS=$2; shift 2 ;;
+    --hosts=*) HOSTS=${1#*=}; shift ;;
+    --timeout) [ $# -ge 2 ] || die $EXIT_USAGE "--timeout needs a value"; TIMEOUT=$2; shift 2 ;;
+    --timeout=*) TIMEOUT=${1#*=}; shift ;;
+    -e|--env) [ $# -ge 2 ] || die $EXIT_USAGE "$1 needs NAME[=VALUE]"; EXTRA_ENV+=("$2"); shift 2 ;;
+    --env=*) EXTRA_ENV+=("${1#*=}"); shift ;;
+    --verbose|-v) VERBOSE=1; shift ;;
+    --prepare) PREPARE_ONLY=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; break ;;
+    *) die $EXIT_USAGE "unexpected argument '$1' (the command goes after --; see --help)" ;;
+  esac
+done
+case $HOSTS in 1|2) ;; *) die $EXIT_USAGE "--hosts must be 1 or 2" ;; esac
+case $TIMEOUT in ''|*[!0-9]*) die $EXIT_USAGE "--timeout must be a whole number of seconds" ;; esac
+if [ "$PREPARE_ONLY" = 0 ] && [ $# -eq 0 ]; then
+  die $EXIT_USAGE "no command given (usage: $PROG [--hosts N] [--timeout S] -- COMMAND [ARGS...])"
+fi
+CMD=("$@")
+BOOT_TIMEOUT=${RDMACM_VM_BOOT_TIMEOUT:-300}
+GRACE=${RDMACM_VM_GRACE:-30}
+SMP=${RDMACM_VM_SMP:-2}
+if [ "$HOSTS" = 1 ]; then MEM=${RDMACM_VM_MEM:-2048}; else MEM=${RDMACM_VM_MEM:-1536}; fi
+
+INTERACTIVE=0
+if [ -t 0 ] && [ "$HOSTS" = 1 ] && [ "$PREPARE_ONLY" = 0 ]; then INTERACTIVE=1; fi
+
+CACHE=${RDMACM_VM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdmacm-vm}
+
+vlog() { if [ "$VERBOSE" = 1 ]; then msg "$*"; fi; }
+
+# ---------------------------------------------------------------- host packages
+SUDO=()
+as_root_possible() {
+  if [ "$(id -u)" = 0 ]; then SUDO=(); return 0; fi
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=(sudo -n); return 0; fi
+  return 1
+}
+
+pkg_installed() {
+  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
+}
+
+ensure_packages() {
+  command -v dpkg-query >/dev/null 2>&1 || die $EXIT_VM "this script needs a Debian/Ubuntu host (dpkg/apt)"
+  local want=(qemu-system-x86 busybox-static rdmacm-utils ibverbs-utils ibverbs-providers
+              librdmacm1 libibverbs1 perftest iproute2)
+  local missing=() p
+  for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local cmd=(apt-get install -y --no-install-recommends "${missing[@]}")
+  if ! as_root_possible; then
+    msg "missing host packages: ${missing[*]}"
+    msg "run as root:  apt-get update && DEBIAN_FRONTEND=noninteractive ${cmd[*]}"
+    exit $EXIT_VM
+  fi
+  msg "installing ${missing[*]} ..."
+  if ! "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive "${cmd[@]}" >&2; then
+    "${SUDO[@]}" apt-get update >&2 || true
+    "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive "${cmd[@]}" >&2 ||
+      die $EXIT_VM "apt-get install ${missing[*]} failed"
+  fi
+}
+
+# ---------------------------------------------------------------- kernel
+# Module load order (dependencies first). Missing ones (built in) are skipped.
+MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
+netfs fscache 9pnet 9pnet_virtio 9p configfs crc32_generic udp_tunnel ip6_udp_tunnel
+ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth failover net_failover virtio_net"
+
+kernel_pkg_name() {
+  if [ -n "${RDMACM_VM_KERNEL_PKG:-}" ]; then echo "$RDMACM_VM_KERNEL_PKG"; return 0; fi
+  # apt-cache takes ~1 s: remember the answer until the apt lists change
+  local stamp memo=$CACHE/kernel-package pkg
+  stamp=$(stat -c %Y /var/lib/apt/lists /var/cache/apt/pkgcache.bin 2>/dev/null | tr '\n' . || true)
+  if [ -f "$memo" ] && [ "$(sed -n 1p "$memo")" = "$stamp" ]; then sed -n 2p "$memo"; return 0; fi
+  pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+    awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+  [ -n "$pkg" ] || return 1
+  printf '%s\n%s\n' "$stamp" "$pkg" >"$memo.$$" && mv "$memo.$$" "$memo"
+  echo "$pkg"
+}
+
+# Booting the uncompressed ELF vmlinux (PVH entry) instead of the bzImage
+# saves the ~3 s the xz decompressor needs under TCG.
+extract_vmlinux() { # bzImage out
+  local off
+  off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$1" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+  [ -n "$off" ] || return 1
+  tail -c +"$((off + 1))" "$1" | xz -dc >"$2.tmp" 2>/dev/null || true   # trailing garbage is fine
+  if [ "$(head -c 4 "$2.tmp" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; then
+    mv "$2.tmp" "$2"
+  else
+    rm -f "$2.tmp"; return 1
+  fi
+}
+
+KDIR=
+ensure_kernel() {
+  local pkg
+  pkg=$(kernel_pkg_name || true)
+  if [ -z "$pkg" ] && as_root_possible; then
+    msg "apt-cache does not know linux-image-amd64; running apt-get update"
+    "${SUDO[@]}" apt-get update >&2 || true
+    pkg=$(kernel_pkg_name || true)
+  fi
+  if [ -z "$pkg" ]; then
+    # offline fallback: newest kernel already in the cache
+    local k
+    k=$(ls -1d "$CACHE"/kernel/linux-image-*/ 2>/dev/null | sort -V | tail -n 1 || true)
+    if [ -n "$k" ] && [ -f "$k/.complete" ]; then pkg=$(basename "$k"); msg "using cached kernel $pkg"; fi
+  fi
+  [ -n "$pkg" ] || die $EXIT_VM "cannot find the kernel package behind linux-image-amd64 (try: apt-get update)"
+  KDIR=$CACHE/kernel/$pkg
+  if [ -f "$KDIR/.complete" ]; then
+    if [ ! -f "$KDIR/vmlinux" ] && [ ! -f "$KDIR/.no-vmlinux" ]; then
+      extract_vmlinux "$KDIR/vmlinuz" "$KDIR/vmlinux" || touch "$KDIR/.no-vmlinux"
+    fi
+    return 0
+  fi
+
+  msg "fetching kernel $pkg (apt-get download, once) ..."
+  mkdir -p "$CACHE/kernel"
+  local work
+  work=$(mktemp -d "$CACHE/kernel/.work.XXXXXX")
+  chmod 755 "$work"
+  if ! (cd "$work" && apt-get download "$pkg" >&2 2>/dev/null); then
+    if as_root_possible; then "${SUDO[@]}" apt-get update >&2 || true; fi
+    (cd "$work" && apt-get download "$pkg" >&2) || { rm -rf "$work"; die $EXIT_VM "apt-get download $pkg failed"; }
+  fi
+  dpkg -x "$work"/*.deb "$work/root" || { rm -rf "$work"; die $EXIT_VM "dpkg -x failed"; }
+  local out=$work/out mdir rel m f
+  mkdir -p "$out/modules"
+  cp "$work"/root/boot/vmlinuz-* "$out/vmlinuz"
+  mdir=$(ls -1d "$work"/root/lib/modules/*/ | head -n 1)
+  rel=$(basename "$mdir")
+  echo "$rel" >"$out/release"
+  cp "$mdir/modules.builtin" "$out/modules.builtin" 2>/dev/null || true
+  for m in $MODULES; do
+    f=$(find "$mdir" -name "$m.ko" -o -name "$m.ko.xz" -o -name "$m.ko.zst" -o -name "$m.ko.gz" | head -n 1)
+    if [ -z "$f" ]; then
+      vlog "module $m not found as a file (built in?)"
+      continue
+    fi
+    case $f in
+      *.ko) cp "$f" "$out/modules/$m.ko" ;;
+      *.xz) xz -dc "$f" >"$out/modules/$m.ko" ;;
+      *.zst) zstd -qdc "$f" >"$out/modules/$m.ko" ;;
+      *.gz) gzip -dc "$f" >"$out/modules/$m.ko" ;;
+    esac
+  done
+  extract_vmlinux "$out/vmlinuz" "$out/vmlinux" || rm -f "$out/vmlinux"
+  touch "$out/.complete"
+  rm -rf "$KDIR"
+  mv "$out" "$KDIR"
+  rm -rf "$work"
+}
+
+# ---------------------------------------------------------------- initramfs
+# Stage 1 (PID 1, busybox). Mounts the host root read-only at /newroot, the
+# per-run control share at /newroot/run/rdmacm, scratch tmpfs, proc/sys/dev,
+# then runs stage 2 (generated per run, bash from the host) in the chroot.
+read -r -d '' INIT_SCRIPT <<'EOF_INIT' || true
+#!/bin/busybox sh
+export PATH=/bin
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+case " $(cat /proc/cmdline) " in *" loglevel=0 "*) echo 0 >/proc/sys/kernel/printk ;; esac
+fail() {
+  echo "rxe-vm init: $*" >/dev/console
+  sync
+  poweroff -f
+}
+for m in @MODULES@; do
+  if [ -f "/lib/modules/$m.ko" ]; then
+    insmod "/lib/modules/$m.ko" 2>/dev/console || echo "rxe-vm init: insmod $m failed" >/dev/console
+  fi
+done
+O9P=trans=virtio,version=9p2000.L,msize=262144
+mkdir -p /newroot
+mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_root /newroot || fail "cannot mount the host root (9p)"
+mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail "cannot mount /run"
+mkdir -p /newroot/run/rdmacm
+mount -t 9p -o "$O9P" rdmacm_ctl /newroot/run/rdmacm || fail "cannot mount the control share"
+mount -t proc proc /newroot/proc
+mount -t sysfs sysfs /newroot/sys
+mount -t devtmpfs devtmpfs /newroot/dev
+mkdir -p /newroot/dev/pts /newroot/dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /newroot/dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm
+ln -sf /proc/self/fd /newroot/dev/fd
+ln -sf /proc/self/fd/0 /newroot/dev/stdin
+ln -sf /proc/self/fd/1 /newroot/dev/stdout
+ln -sf /proc/self/fd/2 /newroot/dev/stderr
+mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
+[ -d /newroot/var/tmp ] && mount -t tmpfs -o mode=1777 tmpfs /newroot/var/tmp
+hostname "$(cat /newroot/run/rdmacm/hostname 2>/dev/null || echo rxe-vm)"
+chroot /newroot /bin/bash /run/rdmacm/stage2.sh </dev/console >/dev/console 2>&1
+sync
+poweroff -f
+EOF_INIT
+INIT_SCRIPT=${INIT_SCRIPT//@MODULES@/$(echo $MODULES)}
+
+INITRD=
+ensure_initramfs() {
+  local bb=/bin/busybox hash
+  [ -x "$bb" ] || die $EXIT_VM "$bb missing (busybox-static)"
+  hash=$( { printf '%s\n' "$INIT_SCRIPT"; cat "$KDIR/release"; ls -l "$KDIR/modules"; sha256sum "$bb"; } |
+    sha256sum | cut -c1-16)
+  INITRD=$CACHE/initramfs-$hash.cpio
+  [ -f "$INITRD" ] && return 0
+  msg "building initramfs ($INITRD) ..."
+  local work
+  work=$(mktemp -d "$CACHE/.initramfs.XXXXXX")
+  mkdir -p "$work/root/bin" "$work/root/lib/modules" "$work/root/proc" "$work/root/sys" "$work/root/dev" \
+    "$work/root/newroot" "$work/root/etc"
+  cp "$bb" "$work/root/bin/busybox"
+  ln -s busybox "$work/root/bin/sh"
+  cp "$KDIR"/modules/*.ko "$work/root/lib/modules/" 2>/dev/null || true
+  printf '%s\n' "$INIT_SCRIPT" >"$work/root/init"
+  chmod 755 "$work/root/init"
+  (cd "$work/root" && find . | "$bb" cpio -o -H newc -R 0:0 2>/dev/null) >"$work/initramfs.cpio" ||
+    { rm -rf "$work"; die $EXIT_VM "cpio failed"; }
+  mv "$work/initramfs.cpio" "$INITRD"
+  rm -rf "$work"
+  # drop stale initramfs images
+  find "$CACHE" -maxdepth 1 -name 'initramfs-*.cpio' ! -name "$(basename "$INITRD")" -mmin +60 -delete 2>/dev/null || true
+}
+
+# ---------------------------------------------------------------- stage 2
+# Runs in the chroot (host's bash and tools), per guest.
+read -r -d '' STAGE2 <<'EOF_STAGE2' || true
+set -u
+CTL=/run/rdmacm
+source "$CTL/config.sh"
+touch "$CTL/booted"
+exec 2>/dev/ttyS1
+# plain "\n": a host terminal adds the "\r" itself (QEMU keeps its OPOST/ONLCR)
+stty -F /dev/ttyS1 -onlcr 2>/dev/null
+export PATH="$GUEST_PATH"
+log() { if [ "$VERBOSE" = 1 ]; then echo "[host$HOST_INDEX] rxe-vm: [$(cut -d" " -f1 /proc/uptime)] $*" >&2; fi; }
+setup_fail() {
+  echo "[host$HOST_INDEX] rxe-vm: guest setup failed: $*" >&2
+  echo "$*" >"$CTL/setup-failed"
+  exit 125
+}
+log "stage 2 started"
+# fork-free sleep (process start-up is slow under TCG)
+mkfifo /run/rdmacm-nap && exec 9<>/run/rdmacm-nap
+nap() { read -r -t "$1" -u 9 _ || true; }
+
+mount_share() { # tag dir [opts]
+  mkdir -p "$2" || setup_fail "mkdir $2"
+  mount -t 9p -o "trans=virtio,version=9p2000.L,msize=262144${3:+,$3}" "$1" "$2" || setup_fail "mount $1 on $2"
+}
+mount_share rdmacm_proj "$PROJECT_DIR"
+mount_share rdmacm_shared /run/rdmacm-shared
+mkdir -p /tmp/home
+log "shares mounted"
+
+# network + rxe
+ip link set lo up
+if [ "$HOST_COUNT" = 1 ]; then
+  NETDEV=veth0
+  ip link add veth0 type veth peer name veth1 || setup_fail "cannot create veth pair"
+  ip addr add "$MY_ADDR/24" dev veth0
+  ip addr add "$PEER_VETH_ADDR/24" dev veth1
+  ip link set veth1 up
+  ip link set veth0 up
+else
+  NETDEV=
+  for n in /sys/class/net/*; do
+    n=${n##*/}
+    [ "$n" = lo ] && continue
+    [ -e "/sys/class/net/$n/device" ] && { NETDEV=$n; break; }
+  done
+  [ -n "$NETDEV" ] || setup_fail "no virtio NIC found"
+  ip addr add "$MY_ADDR/24" dev "$NETDEV"
+  ip link set "$NETDEV" up
+fi
+rdma link add "$RXE_DEV" type rxe netdev "$NETDEV" 2>&2 || setup_fail "rdma link add $RXE_DEV type rxe netdev $NETDEV"
+state=
+for _ in $(seq 1 600); do
+  state=$(cat "/sys/class/infiniband/$RXE_DEV/ports/1/state" 2>/dev/null || true)
+  case $state in *ACTIVE*) break ;; esac
+  nap 0.05
+done
+case $state in *ACTIVE*) ;; *) setup_fail "$RXE_DEV port not ACTIVE (state: ${state:-none})" ;; esac
+log "$RXE_DEV on $NETDEV ($MY_ADDR) is ACTIVE"
+
+# environment for the command
+export HOME=/tmp/home USER=root LOGNAME=root SHELL=/bin/bash
+export RDMACM_IN_VM=1 RDMACM_TEST_ADDR="$MY_ADDR" RDMACM_TEST_DEVICE="$RXE_DEV" RDMACM_TEST_NETDEV="$NETDEV"
+export RDMACM_TEST_ADDRS="$ALL_ADDRS" RDMACM_HOST_INDEX="$HOST_INDEX" RDMACM_HOST_COUNT="$HOST_COUNT"
+export RDMACM_SHARED_DIR=/run/rdmacm-shared
+source "$CTL/env.sh"
+ulimit -l unlimited
+cd "$PROJECT_DIR" || setup_fail "cd $PROJECT_DIR"
+touch "$CTL/started"
+
+if [ "$INTERACTIVE" = 1 ]; then
+  export TERM="${HOST_TERM:-vt100}"
+  stty -F /dev/ttyS0 sane -onlcr ${ROWS:+rows "$ROWS"} ${COLS:+cols "$COLS"} 2>/dev/null
+  setsid -c -w "${CMD[@]}" 9<&- <>/dev/ttyS0 >&0 2>&0
+  rc=$?
+  stty -F /dev/ttyS0 -onlcr 2>/dev/null   # drains the output queue (TCSADRAIN)
+else
+  stty -F /dev/ttyS0 -onlcr 2>/dev/null
+  rm -f /run/rdmacm-o /run/rdmacm-e
+  mkfifo /run/rdmacm-o /run/rdmacm-e
+  cat /run/rdmacm-o >/dev/ttyS0 & po=$!
+  cat /run/rdmacm-e >/dev/ttyS1 & pe=$!
+  "${CMD[@]}" </dev/null 9<&- >/run/rdmacm-o 2>/run/rdmacm-e
+  rc=$?
+  log "command exited with $rc"
+  # a background child may keep the pipes open: wait a bit, then cut them
+  for _ in $(seq 1 20); do
+    kill -0 "$po" 2>/dev/null || kill -0 "$pe" 2>/dev/null || break
+    nap 0.05
+  done
+  kill "$po" "$pe" 2>/dev/null
+  wait "$po" "$pe" 2>/dev/null
+  stty -F /dev/ttyS0 -onlcr 2>/dev/null   # drains the output queue (TCSADRAIN)
+fi
+echo "$rc" >"$CTL/rc.tmp" && mv "$CTL/rc.tmp" "$CTL/rc"
+log "exit code written; powering off"
+stty -F /dev/ttyS1 -a >/dev/null 2>&1
+sync
+exit 0
+EOF_STAGE2
+
+# ---------------------------------------------------------------- run
+q9p() { printf '%s' "${1//,/,,}"; }   # escape commas for QEMU options
+
+TMP=
+PIDS=()
+HELPERS=()
+STTY_SAVED=
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do
+    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+      kill -0 "$p" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$p" 2>/dev/null || true
+  done
+  for p in "${HELPERS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  if [ -n "$STTY_SAVED" ]; then stty "$STTY_SAVED" 2>/dev/null || true; fi
+  if [ -n "$TMP" ]; then rm -rf "$TMP"; fi
+}
+on_signal() { trap - INT TERM HUP; msg "interrupted; stopping the VM(s)"; cleanup; exit 130; }
+
+main() {
+  ensure_packages
+  mkdir -p "$CACHE"
+  ensure_kernel
+  ensure_initramfs
+  if [ "$PREPARE_ONLY" = 1 ]; then msg "ready: kernel $KDIR, initramfs $INITRD"; exit 0; fi
+
+  local qemu=qemu-system-x86_64
+  command -v "$qemu" >/dev/null 2>&1 || die $EXIT_VM "$qemu not found"
+
+  trap on_signal INT TERM HUP
+  TMP=$(mktemp -d "${TMPDIR:-/tmp}/rdmacm-vm.XXXXXX")
+  chmod 755 "$TMP"
+  mkdir -p "$TMP/shared"
+  chmod 1777 "$TMP/shared"
+
+  local guest_path=$PATH
+  local d
+  for d in /usr/local/sbin /usr/sbin /sbin /usr/local/bin /usr/bin /bin; do
+    case ":$guest_path:" in *":$d:"*) ;; *) guest_path=$guest_path:$d ;; esac
+  done
+
+  # environment passed through
+  local envfile=$TMP/env.sh name kv
+  : >"$envfile"
+  if [ -n "${CI+x}" ]; then printf 'export CI=%q\n' "$CI" >>"$envfile"; fi
+  while IFS= read -r name; do
+    case $name in RDMACM_VM_*|RDMACM_TEST_*|RDMACM_HOST_*|RDMACM_SHARED_DIR|RDMACM_IN_VM) continue ;; esac
+    printf 'export %s=%q\n' "$name" "${!name}" >>"$envfile"
+  done < <(compgen -e | grep '^RDMACM_' || true)
+  for kv in ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"}; do
+    name=${kv%%=*}
+    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die $EXIT_USAGE "bad variable name in -e $kv"
+    if [[ $kv == *=* ]]; then printf 'export %s=%q\n' "$name" "${kv#*=}" >>"$envfile"
+    else printf 'export %s=%q\n' "$name" "${!name-}" >>"$envfile"; fi
+  done
+
+  local addrs=() i
+  if [ "$HOSTS" = 1 ]; then addrs=(10.77.0.1); else addrs=(10.78.0.1 10.78.0.2); fi
+
+  local port=
+  if [ "$HOSTS" = 2 ]; then
+    for _ in $(seq 1 50); do
+      port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+      if ! ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then break; fi
+      port=
+    done
+    [ -n "$port" ] || die $EXIT_VM "no free TCP port found for the VM link"
+  fi
+
+  local loglevel=0
+  [ "$VERBOSE" = 1 ] && loglevel=7
+  local append="console=ttyS1 loglevel=$loglevel panic=-1 mitigations=off random.trust_cpu=on 8250.nr_uarts=2"
+  local kernel=$KDIR/vmlinuz
+  [ -f "$KDIR/vmlinux" ] && kernel=$KDIR/vmlinux
+  local bios=()
+  [ -f /usr/share/qemu/qboot.rom ] && bios=(-bios /usr/share/qemu/qboot.rom)
+
+  local rows='' cols=''
+  if [ "$INTERACTIVE" = 1 ]; then
+    rows=$(stty size 2>/dev/null | cut -d' ' -f1 || true)
+    cols=$(stty size 2>/dev/null | cut -d' ' -f2 || true)
+    STTY_SAVED=$(stty -g 2>/dev/null || true)
+  fi
+
+  exec 3<&0
+  for ((i = 0; i < HOSTS; i++)); do
+    local ctl=$TMP/ctl$i
+    mkdir -p "$ctl"
+    chmod 777 "$ctl"
+    printf '%s\n' "$STAGE2" >"$ctl/stage2.sh"
+    cp "$envfile" "$ctl/env.sh"
+    echo "rxe-vm$i" >"$ctl/hostname"
+    {
+      printf 'PROJECT_DIR=%q\n' "$PROJECT_DIR"
+      printf 'HOST_INDEX=%q\nHOST_COUNT=%q\n' "$i" "$HOSTS"
+      printf 'MY_ADDR=%q\nPEER_VETH_ADDR=%q\nALL_ADDRS=%q\n' "${addrs[$i]}" 10.77.0.2 "${addrs[*]}"
+      printf 'RXE_DEV=rxe0\nINTERACTIVE=%q\nVERBOSE=%q\n' "$INTERACTIVE" "$VERBOSE"
+      printf 'GUEST_PATH=%q\nHOST_TERM=%q\nROWS=%q\nCOLS=%q\n' "$guest_path" "${TERM:-}" "$rows" "$cols"
+      declare -p CMD
+    } >"$ctl/config.sh"
+
+    local args=(-accel tcg -cpu max -smp "$SMP" -m "$MEM" -nodefaults -no-user-config -display none
+      -vga none -no-reboot "${bios[@]}" -kernel "$kernel" -initrd "$INITRD" -append "$append"
+      -virtfs "local,path=/,mount_tag=rdmacm_root,security_model=none,readonly=on,multidevs=remap"
+      -virtfs "local,path=$(q9p "$ctl"),mount_tag=rdmacm_ctl,security_model=none"
+      -virtfs "local,path=$(q9p "$PROJECT_DIR"),mount_tag=rdmacm_proj,security_model=none,multidevs=remap"
+      -virtfs "local,path=$(q9p "$TMP/shared"),mount_tag=rdmacm_shared,security_model=none")
+    if [ "$HOSTS" = 1 ]; then
+      args+=(-nic none)
+    else
+      local sock
+      if [ "$i" = 0 ]; then sock=listen=127.0.0.1:$port; else sock=connect=127.0.0.1:$port; fi
+      args+=(-netdev "socket,id=n0,$sock" -device "virtio-net-pci,netdev=n0,mac=52:54:00:4d:00:0$((i + 1))")
+    fi
+
+    mkfifo "$TMP/err$i"
+    if [ "$HOSTS" = 1 ]; then
+      cat "$TMP/err$i" >&2 &
+    else
+      sed -u "s/^/[host$i] /" <"$TMP/err$i" >&2 &
+    fi
+    HELPERS+=($!)
+    args+=(-chardev "file,id=err,path=$(q9p "$TMP/err$i")")
+    if [ "$INTERACTIVE" = 1 ]; then
+      # shellcheck disable=SC2054
+      args+=(-chardev stdio,id=con,mux=on,signal=off -serial chardev:con -mon chardev=con,mode=readline
+        -serial chardev:err)
+      "$qemu" "${args[@]}" <&3 2>"$TMP/qemu$i.log" &
+    else
+      mkfifo "$TMP/out$i"
+      if [ "$HOSTS" = 1 ]; then
+        cat "$TMP/out$i" &
+      else
+        sed -u "s/^/[host$i] /" <"$TMP/out$i" &
+      fi
+      HELPERS+=($!)
+      args+=(-chardev "file,id=out,path=$(q9p "$TMP/out$i")" -serial chardev:out -serial chardev:err
+        -monitor none)
+      "$qemu" "${args[@]}" </dev/null >/dev/null 2>"$TMP/qemu$i.log" &
+    fi
+    PIDS+=($!)
+    if [ "$HOSTS" = 2 ] && [ "$i" = 0 ]; then
+      # host1 connects to host0's listening socket: wait until it listens
+      local ok=0
+      for _ in $(seq 1 200); do
+        if ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then ok=1; break; fi
+        kill -0 "${PIDS[0]}" 2>/dev/null || break
+        sleep 0.05
+      done
+      if [ "$ok" = 0 ]; then
+        cat "$TMP/qemu0.log" >&2 || true
+        cleanup; trap - INT TERM HUP
+        die $EXIT_VM "QEMU for host0 did not start listening on 127.0.0.1:$port"
+      fi
+    fi
+  done
+  exec 3<&-
+
+  # supervise
+  local start=$SECONDS now alive failed_at='' result='' p
+  local -a done_=()
+  while :; do
+    alive=0
+    for ((i = 0; i < HOSTS; i++)); do
+      p=${PIDS[$i]}
+      if [ -z "${done_[$i]:-}" ]; then
+        if kill -0 "$p" 2>/dev/null; then
+          alive=$((alive + 1))
+        else
+          done_[$i]=1
+          if [ -z "$failed_at" ] && { [ ! -f "$TMP/ctl$i/rc" ] || [ "$(cat "$TMP/ctl$i/rc")" != 0 ]; }; then
+            failed_at=$SECONDS
+          fi
+        fi
+      fi
+    done
+    [ "$alive" = 0 ] && break
+    now=$SECONDS
+    if [ $((now - start)) -ge "$TIMEOUT" ]; then
+      result=timeout
+      break
+    fi
+    if [ -n "$failed_at" ] && [ $((now - failed_at)) -ge "$GRACE" ]; then
+      result=grace
+      break
+    fi
+    if [ $((now - start)) -ge "$BOOT_TIMEOUT" ]; then
+      for ((i = 0; i < HOSTS; i++)); do
+        if [ ! -f "$TMP/ctl$i/booted" ]; then result=noboot; break 2; fi
+      done
+    fi
+    sleep 0.1
+  done
+
+  if [ -n "$result" ]; then
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  fi
+  local codes=() code rcfile first=''
+  for ((i = 0; i < HOSTS; i++)); do
+    for _ in $(seq 1 50); do kill -0 "${PIDS[$i]}" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "${PIDS[$i]}" 2>/dev/null || true
+    wait "${PIDS[$i]}" 2>/dev/null || true
+  done
+  # let the output forwarders finish (EOF once QEMU is gone)
+  for p in "${HELPERS[@]}"; do
+    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  if [ -n "$STTY_SAVED" ]; then stty "$STTY_SAVED" 2>/dev/null || true; STTY_SAVED=; fi
+
+  local pfx
+  for ((i = 0; i < HOSTS; i++)); do
+    rcfile=$TMP/ctl$i/rc
+    pfx=""; [ "$HOSTS" = 2 ] && pfx="host$i: "
+    if [ -f "$rcfile" ]; then
+      code=$(cat "$rcfile")
+    elif [ "$result" = timeout ]; then
+      code=$EXIT_TIMEOUT
+    elif [ "$result" = grace ]; then
+      msg "${pfx}killed ${GRACE}s after another host's command failed"
+      code=$EXIT_VM
+    elif [ -f "$TMP/ctl$i/setup-failed" ]; then
+      msg "${pfx}guest setup failed: $(cat "$TMP/ctl$i/setup-failed")"
+      code=$EXIT_VM
+    elif [ ! -f "$TMP/ctl$i/booted" ]; then
+      msg "${pfx}the guest failed to boot (see the QEMU log below; try --verbose)"
+      sed 's/^/  qemu: /' "$TMP/qemu$i.log" >&2 || true
+      code=$EXIT_VM
+    else
+      msg "${pfx}the guest stopped before the command finished (guest crash or QEMU error)"
+      sed 's/^/  qemu: /' "$TMP/qemu$i.log" >&2 || true
+      code=$EXIT_VM
+    fi
+    codes+=("$code")
+    if [ -z "$first" ] && [ "$code" != 0 ]; then first=$code; fi
+  done
+  if [ "$result" = timeout ]; then
+    msg "timeout: the command did not finish within ${TIMEOUT}s; the VM(s) were killed"
+    first=$EXIT_TIMEOUT
+  fi
+  [ "$VERBOSE" = 1 ] && msg "exit codes: ${codes[*]}"
+  trap - INT TERM HUP
+  rm -rf "$TMP"
+  TMP=
+  exit "${first:-0}"
+}
+
+main
