@@ -10,7 +10,7 @@ import { AF_INET, AF_INET6, AF_IB } from '../structs/socket.js';
 import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlagName, type PortSpaceName, type QpTypeName } from './enums.js';
 import { Resource } from './resource.js';
 import { decodeSocketAddress, type AddressFamily, type SocketAddress } from './socket-address.js';
-import { parseArgument } from './validate.js';
+import { argumentError, cString, parseArgument } from './validate.js';
 
 /** One rdma_addrinfo entry, decoded. */
 export interface AddrInfoEntry {
@@ -67,11 +67,11 @@ export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
   /** rdma_getaddrinfo(node, service, hints). */
   static resolve(node: string | null, service: string | null, hints: AddrInfoHints = {}): AddrInfo {
     const operation = 'rdma_getaddrinfo';
-    const n = parseArgument(operation, 'node', z.string().min(1).nullable(), node);
-    const s = parseArgument(operation, 'service', z.string().min(1).nullable(), service);
+    const n = parseArgument(operation, 'node', cString.nullable(), node);
+    const s = parseArgument(operation, 'service', cString.nullable(), service);
     const h = parseArgument(operation, 'hints', hintsSchema, hints);
     if (n === null && s === null) {
-      throw parseArgument(operation, 'node', z.never({ error: 'node and service cannot both be null' }), node) as never;
+      throw argumentError(operation, 'node', 'node and service cannot both be null');
     }
     const encoded = Buffer.alloc(rdma_addrinfo.size);
     encoded.writeInt32LE(flagMask(AddrInfoFlag, h.flags), koffi.offsetof(rdma_addrinfo, 'ai_flags'));

@@ -43,11 +43,11 @@ const IBV_QP_CAP = 1 << 19;
 const readPointer = (address: Pointer, offset: number) => BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
 const swap16 = (value: number) => ((value & 0xff) << 8) | (value >> 8);
 
-const endpointSchema = z.strictObject({ address: ipAddress, port: port.default(0) });
+export const endpointSchema = z.strictObject({ address: ipAddress, port: port.default(0) });
 export type EndpointAddress = z.input<typeof endpointSchema>;
 
 /** Options of every operation that waits for an event. */
-const waitSchema = z.strictObject({
+export const waitSchema = z.strictObject({
   timeoutMs: timeoutMs.optional(),
   signal: z.instanceof(AbortSignal).optional(),
 });
@@ -499,12 +499,13 @@ export class CmId extends Resource implements EventTarget {
         },
       };
       if (signal?.aborted) return reject(signal.reason);
-      this.#waiter = waiter;
-      channel.expect();
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // Timer and abort listener first: expect() may deliver an already queued event at once.
       if (timeout !== undefined) {
         timer = setTimeout(() => waiter.reject(new RdmaError(operation, 110 /* ETIMEDOUT */, `no event within ${timeout} ms`)), timeout);
       }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#waiter = waiter;
+      channel.expect();
     });
   }
 

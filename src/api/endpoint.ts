@@ -8,12 +8,15 @@ import { AddrInfo } from './addrinfo.js';
 import { CmId, encodeQpInitAttr, qpAttrSchema, type QpAttr } from './cm-id.js';
 import { PortSpace, type PortSpaceName } from './enums.js';
 import { ProtectionDomain } from './protection-domain.js';
-import { argumentError, parseArgument, port } from './validate.js';
+import { argumentError, cString, parseArgument, port } from './validate.js';
 import { ibv_qp_init_attr, type IbvQpInitAttr } from '../structs/verbs-resources.js';
 
+/** A port given as a decimal string: the same 0–65535 range as a number (getaddrinfo would take more). */
+const portString = z.string().regex(/^\d+$/, 'a port number').refine((s) => !/^\d+$/.test(s) || Number(s) <= 65535, 'a port is 0–65535');
+
 const targetSchema = z.strictObject({
-  host: z.string().min(1).optional(),
-  port: z.union([port, z.string().regex(/^\d+$/, 'a port number')]),
+  host: cString.optional(),
+  port: z.union([port, portString], { error: 'a port is an integer 0–65535 (or one as a decimal string)' }),
   passive: z.boolean().default(false),
   portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
 });

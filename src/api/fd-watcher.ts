@@ -25,11 +25,15 @@ export function blockUntilReadable(fd: number, timeoutMs: number): boolean {
 }
 
 export class FdWatcher {
+  /** Watchers created and not yet closed (a leak check for tests). */
+  static open = 0;
   #handle: koffiNode.PollHandle | undefined;
   #waiters: (() => void)[] = [];
   #closed = false;
 
-  constructor(readonly fd: number) {}
+  constructor(readonly fd: number) {
+    FdWatcher.open++;
+  }
 
   /** Resolves when the fd is readable (or the watcher closes). */
   readable(): Promise<void> {
@@ -54,6 +58,7 @@ export class FdWatcher {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    FdWatcher.open--;
     this.#handle?.close();
     this.#handle = undefined;
     this.#wake();

@@ -28,5 +28,8 @@ export const u64 = z.union([
 ]);
 /** An IPv4 or IPv6 address. */
 export const ipAddress = z.union([z.ipv4(), z.ipv6()], { error: 'expected an IPv4 or IPv6 address' });
+/** A non-empty C string: C would silently cut it at an embedded NUL. */
+export const cString = z.string().min(1).refine((s) => !s.includes('\0'), 'must not contain a NUL character');
+
 /** A Buffer or any Uint8Array (zod's instanceof would narrow it to an ArrayBuffer-backed one). */
 export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Buffer or Uint8Array');

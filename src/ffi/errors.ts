@@ -6,8 +6,9 @@ import koffi from 'koffi';
 
 const systemErrors = getSystemErrorMap();
 
-/** The symbolic name of an errno value, e.g. 19 → 'ENODEV'. */
+/** The symbolic name of an errno value, e.g. 19 → 'ENODEV'. 95 is EOPNOTSUPP, as RDMA's man pages say (Node calls it ENOTSUP). */
 export function errnoName(errno: number): string {
+  if (errno === 95) return 'EOPNOTSUPP';
   return systemErrors.get(-errno)?.[0] ?? `E${errno}`;
 }
 
@@ -18,7 +19,8 @@ export function errnoMessage(errno: number): string {
 
 function memlockLimit(): string {
   try {
-    return execFileSync('sh', ['-c', 'ulimit -l'], { encoding: 'utf8' }).trim() + ' KiB';
+    const limit = execFileSync('sh', ['-c', 'ulimit -l'], { encoding: 'utf8' }).trim();
+    return /^\d+$/.test(limit) ? `${limit} KiB` : limit;
   } catch {
     return 'unknown';
   }
@@ -33,9 +35,9 @@ function hintFor(code: string, syscall: string): string | undefined {
     return 'the kernel has no RDMA support (ib_uverbs is not loaded) — see scripts/setup-rxe.sh, or use scripts/rxe-vm.sh';
   }
   if (code === 'ENOMEM' && /reg_mr|reg_msgs|reg_read|reg_write/.test(syscall)) {
-    return `memory registration needs locked memory: check RLIMIT_MEMLOCK (ulimit -l is ${memlockLimit()}); raise it, e.g. ulimit -l unlimited`;
+    return `memory registration needs locked memory: check RLIMIT_MEMLOCK (ulimit -l: ${memlockLimit()}); raise it, e.g. ulimit -l unlimited`;
   }
-  if (code === 'EADDRNOTAVAIL' || (code === 'ENODEV' && syscall.startsWith('rdma_bind'))) {
+  if (code === 'EADDRNOTAVAIL') {
     return 'no RDMA device owns that address; bind to an address of an RDMA-capable interface';
   }
   if (code === 'EOPNOTSUPP') {

@@ -1,9 +1,10 @@
 // The device tier in one process (node start-up is slow in the emulated guest).
 // With CI=true the tier refuses to run without a device instead of skipping.
 // RDMACM_TEST_ONLY=name[,name] runs only those files (e.g. "connection").
+import { after } from 'node:test';
 import { hasDevice } from '../support/device.js';
 
-const files = ['raw-interop', 'devices', 'connection', 'examples'];
+const files = ['raw-interop', 'devices', 'connection', 'safe-api', 'examples'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');
@@ -14,3 +15,18 @@ const only = process.env.RDMACM_TEST_ONLY?.split(',');
 for (const file of files) {
   if (!only || only.includes(file)) await import(`./${file}.test.js`);
 }
+
+// Every test closes what it opened, so the loop should drain by itself; if a
+// handle leaks, say so and end the run instead of waiting for the harness's timeout.
+after(async () => {
+  const { FdWatcher } = await import('../../src/api/fd-watcher.js');
+  if (FdWatcher.open !== 0) {
+    console.error(`device tier: ${FdWatcher.open} fd watcher(s) still open after the tests: a resource leaked`);
+    process.exitCode = 1;
+  }
+  setTimeout(() => {
+    const busy = process.getActiveResourcesInfo().filter((kind) => kind !== 'TTYWrap' && kind !== 'PipeWrap');
+    console.error(`device tier: the event loop is still busy 5 s after the tests (${busy.join(', ') || 'a native handle'}): a resource leaked`);
+    process.exit(1);
+  }, 5000).unref();
+});

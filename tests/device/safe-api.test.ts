@@ -1,0 +1,180 @@
+// The safe API's surface on the device, and the ways it fails where C fails.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  createId, getAddrInfo, ConnectionError, EventChannel, RdmaError, WorkCompletionError, type CmId,
+} from '../../src/index.js';
+import { deviceAddress, freshPort } from '../support/device.js';
+
+/** Fails instead of hanging when a completion never comes. */
+function withTimeout<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no completion within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Server and client ids on their own channels, connected, with QPs; closed by the returned function. */
+async function connect(options: { serverQp?: boolean } = {}) {
+  const address = deviceAddress();
+  const port = freshPort();
+  const channels = [new EventChannel(), new EventChannel()] as const;
+  const listener = createId(channels[0]);
+  listener.bindAddr({ address, port });
+  listener.listen();
+  const client = createId(channels[1]);
+  await client.resolveAddr({ address, port });
+  await client.resolveRoute();
+  client.createQp({ sendWr: 4, recvWr: 4 });
+  const request = listener.nextRequest({ timeoutMs: 10_000 });
+  const connected = client.connect();
+  const server = await request;
+  if (options.serverQp !== false) server.createQp({ sendWr: 4, recvWr: 4 });
+  await Promise.all([connected, server.accept()]);
+  const close = () => [client, server, listener, ...channels].forEach((r) => r.close());
+  return { address, port, listener, client, server, close };
+}
+
+test('getAddrInfo decodes entries and frees them once', () => {
+  const address = deviceAddress();
+  const info = getAddrInfo(address, '7471', { flags: ['NUMERICHOST'] });
+  const entries = [...info];
+  assert.ok(entries.length >= 1);
+  assert.equal(entries[0]!.destination?.address, address);
+  assert.equal(entries[0]!.destination?.port, 7471);
+  assert.equal(entries[0]!.portSpace, 'TCP');
+  assert.equal(entries[0]!.qpType, 'RC');
+  info.close();
+  info.close();
+  assert.throws(() => [...info], { name: 'ResourceClosedError' });
+
+  using passive = getAddrInfo(null, '7471', { flags: ['PASSIVE'] });
+  assert.ok(passive.entries[0]!.flags.includes('PASSIVE'));
+  assert.equal(passive.entries[0]!.source?.port, 7471);
+});
+
+test('ids report addresses and ports, take options, and migrate between channels', async () => {
+  const pair = await connect();
+  try {
+    assert.deepEqual(pair.client.peerAddress, { family: 'IPv4', address: pair.address, port: pair.port });
+    assert.equal(pair.client.localAddress?.address, pair.address);
+    assert.equal(pair.server.localPort, pair.port);
+    assert.equal(pair.server.peerPort, pair.client.localPort);
+    pair.client.setOption({ option: 'TOS', value: 32 });
+    pair.client.setOption({ option: 'ACK_TIMEOUT', value: 14 });
+    using other = new EventChannel();
+    pair.client.migrateId(other);
+    assert.equal(pair.client.channel, other);
+    const disconnected = pair.server.disconnect();
+    await pair.client.disconnect();
+    await disconnected;
+    pair.client.migrateId(null);
+    assert.equal(pair.client.channel, null);
+  } finally {
+    pair.close();
+  }
+});
+
+test('reject with private data reaches the client', { timeout: 30_000 }, async () => {
+  const address = deviceAddress();
+  const port = freshPort();
+  using serverChannel = new EventChannel();
+  using clientChannel = new EventChannel();
+  using listener = createId(serverChannel);
+  listener.bindAddr({ address, port });
+  listener.listen();
+  using client = createId(clientChannel);
+  await client.resolveAddr({ address, port });
+  await client.resolveRoute();
+  client.createQp();
+  const request = listener.nextRequest();
+  const connecting = client.connect({ privateData: Buffer.from('may I?') });
+  using server = await request;
+  server.reject(Buffer.from('no, sorry'));
+  await assert.rejects(connecting, (error: unknown) => {
+    assert.ok(error instanceof ConnectionError);
+    assert.equal(error.code, 'ERR_RDMACM_REJECTED');
+    assert.equal(error.privateData?.subarray(0, 9).toString(), 'no, sorry');
+    return true;
+  });
+});
+
+test('resolving an address that no device owns fails', { timeout: 30_000 }, async () => {
+  using channel = new EventChannel();
+  using id = createId(channel);
+  // 192.0.2.0/24 is TEST-NET-1: no route, no device.
+  await assert.rejects(id.resolveAddr({ address: '192.0.2.1', port: 7471 }, { timeoutMs: 1000 }), (error: unknown) => {
+    assert.ok(error instanceof ConnectionError || error instanceof RdmaError, String(error));
+    return true;
+  });
+});
+
+test('a receive buffer too small for the message completes with LOC_LEN_ERR', { timeout: 30_000 }, async () => {
+  const pair = await connect();
+  try {
+    const small = pair.server.regMsgs(Buffer.alloc(8));
+    pair.server.postRecv(small);
+    pair.client.postSend(pair.client.regMsgs(Buffer.alloc(64, 1)));
+    // The IB spec says LOC_LEN_ERR; rxe before Linux 6.2 reports a too-short receive as LOC_QP_OP_ERR.
+    await assert.rejects(withTimeout(pair.server.queuePair.nextRecvCompletion()), (error: unknown) => {
+      assert.ok(error instanceof WorkCompletionError, String(error));
+      assert.match(error.completion.status, /^(LOC_LEN_ERR|LOC_QP_OP_ERR)$/);
+      assert.equal(error.code, `ERR_RDMACM_WC_${error.completion.status}`);
+      return true;
+    });
+  } finally {
+    pair.close();
+  }
+});
+
+test('a post after disconnect completes with flush errors, surfaced as typed errors', { timeout: 30_000 }, async () => {
+  const pair = await connect();
+  try {
+    const disconnected = pair.server.disconnect();
+    await pair.client.disconnect();
+    await disconnected;
+    // rdma_disconnect moved the QP to the error state: new work is flushed.
+    pair.client.postSend(pair.client.regMsgs(Buffer.alloc(64)));
+    await assert.rejects(withTimeout(pair.client.queuePair.nextSendCompletion()), (error: unknown) => {
+      assert.ok(error instanceof WorkCompletionError, String(error));
+      assert.equal(error.completion.status, 'WR_FLUSH_ERR');
+      assert.equal(error.code, 'ERR_RDMACM_WC_WR_FLUSH_ERR');
+      return true;
+    });
+  } finally {
+    pair.close();
+  }
+});
+
+test('a deregistered region is refused before native code; destroyQp then close are ordered', async () => {
+  const pair = await connect();
+  try {
+    const region = pair.client.regMsgs(Buffer.alloc(64));
+    const prepared = pair.client.queuePair.prepareRecv(region);
+    region.deregister();
+    region.deregister();
+    assert.throws(() => prepared.post(), { name: 'RdmaArgumentError', message: /deregistered/ });
+    assert.throws(() => pair.client.postRecv(region), { name: 'RdmaArgumentError', message: /deregistered/ });
+    const qp = pair.client.queuePair;
+    pair.client.destroyQp();
+    assert.equal(qp.closed, true);
+    assert.equal(pair.client.qp, undefined);
+  } finally {
+    pair.close();
+  }
+});
+
+test('an AbortSignal stops a connect that nobody answers', { timeout: 30_000 }, async () => {
+  using channel = new EventChannel();
+  const id: CmId = createId(channel);
+  await id.resolveAddr({ address: deviceAddress(), port: freshPort() });
+  await id.resolveRoute();
+  id.createQp();
+  const controller = new AbortController();
+  const connecting = id.connect(undefined, { signal: controller.signal, timeoutMs: 20_000 });
+  controller.abort();
+  await assert.rejects(connecting, { name: 'AbortError' });
+  id.close();
+  assert.equal(id.closed, true);
+});

@@ -1,0 +1,576 @@
+// The safe API's argument checking, on a host with no RDMA device. That host is
+// the oracle: any call that reaches librdmacm fails with RdmaError ENODEV. So a
+// bad argument must come back as RdmaArgumentError (it never reached C), and a
+// good argument set of the same call must come back as ENODEV (validation let
+// it through). Also here: the error classes, the enum tables and page-aligned
+// memory, which need no device either.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import koffi from 'koffi';
+import { z } from 'zod';
+import {
+  ConnectionError, EventChannel, MemoryRegion, PRIVATE_DATA_LIMITS, RdmaArgumentError, RdmaError, ResourceClosedError,
+  UnsupportedError, WorkCompletionError, connParamSchema, createEndpoint, createId, getAddrInfo, type WorkCompletion,
+} from '../../src/index.js';
+import { RdmaError as FfiRdmaError } from '../../src/ffi/errors.js';
+import { encodeConnParam, type ConnParam } from '../../src/api/conn-param.js';
+import { endpointSchema, waitSchema } from '../../src/api/cm-id.js';
+import { parseArgument } from '../../src/api/validate.js';
+import {
+  Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, flagMask, flagNames,
+  type AccessName,
+} from '../../src/api/enums.js';
+import { rdma_conn_param, type RdmaConnParam } from '../../src/structs/rdma-cma.js';
+
+/** Where the host has RDMA devices, valid calls succeed instead of failing with ENODEV. */
+function hostRdmaDevices(): string[] {
+  try {
+    return readdirSync('/sys/class/infiniband');
+  } catch {
+    return [];
+  }
+}
+const devices = hostRdmaDevices();
+const skipNative = devices.length > 0 && `this host has RDMA devices (${devices.join(', ')}): valid calls would not fail with ENODEV`;
+
+interface BadRow {
+  readonly name: string;
+  /** Calls the public API with one bad argument. */
+  readonly call: () => unknown;
+  readonly operation: string;
+  /** The parameter path of the first issue, e.g. 'options.qp.sendWr'. */
+  readonly path: string;
+  readonly rule: RegExp;
+}
+
+/** The call throws RdmaArgumentError (not RdmaError: nothing reached C) whose first issue is `path` breaking `rule`. */
+function assertArgumentError(row: BadRow): void {
+  let thrown: unknown;
+  try {
+    row.call();
+  } catch (error) {
+    thrown = error;
+  }
+  assert.ok(thrown !== undefined, `${row.name}: the call was accepted`);
+  assert.ok(!(thrown instanceof RdmaError), `${row.name}: the bad argument reached native code: ${String(thrown)}`);
+  assert.ok(thrown instanceof RdmaArgumentError, `${row.name}: expected RdmaArgumentError, got ${String(thrown)}`);
+  assert.equal(thrown.code, 'ERR_RDMACM_ARGUMENT');
+  assert.equal(thrown.operation, row.operation);
+  assert.ok(thrown.issues.length >= 1);
+  const issue = thrown.issues[0]!;
+  assert.equal(issue.path, row.path, `first issue: ${JSON.stringify(thrown.issues)}`);
+  assert.match(issue.rule, row.rule);
+  assert.ok(thrown.message.startsWith(`${row.operation}: `), thrown.message);
+  assert.ok(thrown.message.includes(`${row.path}: ${issue.rule}`), thrown.message);
+  assert.match(thrown.message, row.rule);
+}
+
+/** The call reached librdmacm, which found no device. */
+function assertReachedNative(call: () => unknown, syscall: string): void {
+  assert.throws(call, (error: unknown) => {
+    assert.ok(!(error instanceof RdmaArgumentError), `validation refused a valid argument: ${String(error)}`);
+    assert.ok(error instanceof RdmaError, `expected RdmaError, got ${String(error)}`);
+    assert.equal(error.code, 'ENODEV');
+    assert.equal(error.errno, 19);
+    assert.equal(error.syscall, syscall);
+    return true;
+  });
+}
+
+const TARGET = { host: '127.0.0.1', port: 7471 } as const;
+
+// ---------------------------------------------------------------- createId
+const createIdRows: BadRow[] = [
+  { name: 'channel is a plain object', call: () => createId({} as never), operation: 'rdma_create_id', path: 'channel', rule: /expected an EventChannel or null/ },
+  { name: 'channel is undefined', call: () => createId(undefined as never), operation: 'rdma_create_id', path: 'channel', rule: /expected an EventChannel or null/ },
+  { name: 'channel is a string', call: () => createId('channel' as never), operation: 'rdma_create_id', path: 'channel', rule: /expected an EventChannel or null/ },
+  { name: 'options.portSpace SCTP', call: () => createId(null, { portSpace: 'SCTP' as never }), operation: 'rdma_create_id', path: 'options.portSpace', rule: /expected one of "IPOIB"\|"TCP"\|"UDP"\|"IB"/ },
+  { name: 'options.portSpace lower case', call: () => createId(null, { portSpace: 'tcp' as never }), operation: 'rdma_create_id', path: 'options.portSpace', rule: /Invalid option/ },
+  { name: 'options has an unknown key', call: () => createId(null, { bogus: 1 } as never), operation: 'rdma_create_id', path: 'options', rule: /Unrecognized key: "bogus"/ },
+  { name: 'options is null', call: () => createId(null, null as never), operation: 'rdma_create_id', path: 'options', rule: /expected object/ },
+];
+
+// ---------------------------------------------------------------- getAddrInfo
+const addrInfoRows: BadRow[] = [
+  { name: 'node and service both null', call: () => getAddrInfo(null, null), operation: 'rdma_getaddrinfo', path: 'node', rule: /node and service cannot both be null/ },
+  { name: 'node is an empty string', call: () => getAddrInfo('', '7471'), operation: 'rdma_getaddrinfo', path: 'node', rule: />=1 characters/ },
+  { name: 'service is an empty string', call: () => getAddrInfo('127.0.0.1', ''), operation: 'rdma_getaddrinfo', path: 'service', rule: />=1 characters/ },
+  { name: 'node with an embedded NUL', call: () => getAddrInfo('127.0.0.1\0evil', '7471'), operation: 'rdma_getaddrinfo', path: 'node', rule: /must not contain a NUL character/ },
+  { name: 'service with an embedded NUL', call: () => getAddrInfo('127.0.0.1', '74\x0071'), operation: 'rdma_getaddrinfo', path: 'service', rule: /must not contain a NUL character/ },
+  { name: 'node is a number', call: () => getAddrInfo(127 as never, '7471'), operation: 'rdma_getaddrinfo', path: 'node', rule: /expected string/ },
+  { name: 'service is a number', call: () => getAddrInfo('127.0.0.1', 7471 as never), operation: 'rdma_getaddrinfo', path: 'service', rule: /expected string/ },
+  {
+    name: 'hints.flags has an unknown flag', call: () => getAddrInfo('127.0.0.1', '7471', { flags: ['PASSIVE', 'BOGUS' as never] }),
+    operation: 'rdma_getaddrinfo', path: 'hints.flags.1', rule: /expected one of "PASSIVE"\|"NUMERICHOST"\|"NOROUTE"\|"FAMILY"/,
+  },
+  { name: 'hints.flags is a string', call: () => getAddrInfo('127.0.0.1', '7471', { flags: 'PASSIVE' as never }), operation: 'rdma_getaddrinfo', path: 'hints.flags', rule: /expected array/ },
+  { name: 'hints.portSpace bad', call: () => getAddrInfo('127.0.0.1', '7471', { portSpace: 'SCTP' as never }), operation: 'rdma_getaddrinfo', path: 'hints.portSpace', rule: /Invalid option/ },
+  { name: 'hints.family bad', call: () => getAddrInfo('127.0.0.1', '7471', { family: 'IPv5' as never }), operation: 'rdma_getaddrinfo', path: 'hints.family', rule: /expected one of "IPv4"\|"IPv6"\|"IB"/ },
+  { name: 'hints.family is a number (AF_INET)', call: () => getAddrInfo('127.0.0.1', '7471', { family: 2 as never }), operation: 'rdma_getaddrinfo', path: 'hints.family', rule: /Invalid option/ },
+  { name: 'hints.qpType bad', call: () => getAddrInfo('127.0.0.1', '7471', { qpType: 'XRC' as never }), operation: 'rdma_getaddrinfo', path: 'hints.qpType', rule: /expected one of "RC"\|"UC"\|"UD"/ },
+  { name: 'hints has an unknown key', call: () => getAddrInfo('127.0.0.1', '7471', { ai_flags: 1 } as never), operation: 'rdma_getaddrinfo', path: 'hints', rule: /Unrecognized key: "ai_flags"/ },
+  { name: 'hints is null', call: () => getAddrInfo('127.0.0.1', '7471', null as never), operation: 'rdma_getaddrinfo', path: 'hints', rule: /expected object/ },
+];
+
+// ---------------------------------------------------------------- createEndpoint
+const endpointRows: BadRow[] = [
+  { name: 'target.port 70000', call: () => createEndpoint({ host: 'x', port: 70000 }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port is 0–65535/ },
+  { name: 'target.port -1', call: () => createEndpoint({ host: 'x', port: -1 }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port is 0–65535/ },
+  { name: 'target.port 1.5', call: () => createEndpoint({ host: 'x', port: 1.5 }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port is an integer 0–65535/ },
+  { name: 'target.port NaN', call: () => createEndpoint({ host: 'x', port: Number.NaN }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port is an integer 0–65535/ },
+  { name: "target.port 'abc'", call: () => createEndpoint({ host: 'x', port: 'abc' }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port number$/ },
+  { name: "target.port '70000' (a string out of range)", call: () => createEndpoint({ host: '127.0.0.1', port: '70000' }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port is 0–65535/ },
+  { name: "target.port '' (empty string)", call: () => createEndpoint({ host: 'x', port: '' }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port number$/ },
+  { name: "target.port '-1'", call: () => createEndpoint({ host: 'x', port: '-1' }), operation: 'rdma_create_ep', path: 'target.port', rule: /a port number$/ },
+  { name: 'target.port missing', call: () => createEndpoint({ host: 'x' } as never), operation: 'rdma_create_ep', path: 'target.port', rule: /a port is an integer 0–65535/ },
+  { name: 'active target without host', call: () => createEndpoint({ port: 7471 }), operation: 'rdma_create_ep', path: 'target.host', rule: /an active endpoint needs a host/ },
+  { name: 'target.host with an embedded NUL', call: () => createEndpoint({ host: '127.0.0.1\0evil', port: 7471 }), operation: 'rdma_create_ep', path: 'target.host', rule: /must not contain a NUL character/ },
+  { name: 'target.host empty', call: () => createEndpoint({ host: '', port: 7471 }), operation: 'rdma_create_ep', path: 'target.host', rule: />=1 characters/ },
+  { name: 'target.portSpace bad', call: () => createEndpoint({ ...TARGET, portSpace: 'SCTP' as never }), operation: 'rdma_create_ep', path: 'target.portSpace', rule: /Invalid option/ },
+  { name: 'target.passive not a boolean', call: () => createEndpoint({ ...TARGET, passive: 'yes' as never }), operation: 'rdma_create_ep', path: 'target.passive', rule: /expected boolean/ },
+  { name: 'target has an unknown key', call: () => createEndpoint({ ...TARGET, address: '1.2.3.4' } as never), operation: 'rdma_create_ep', path: 'target', rule: /Unrecognized key: "address"/ },
+  { name: 'target is null', call: () => createEndpoint(null as never), operation: 'rdma_create_ep', path: 'target', rule: /expected object/ },
+  { name: 'options.qp.sendWr 0', call: () => createEndpoint(TARGET, { qp: { sendWr: 0 } }), operation: 'rdma_create_ep', path: 'options.qp.sendWr', rule: /must be at least 1/ },
+  { name: 'options.qp.recvWr 1.5', call: () => createEndpoint(TARGET, { qp: { recvWr: 1.5 } }), operation: 'rdma_create_ep', path: 'options.qp.recvWr', rule: /expected int/ },
+  { name: 'options.qp.recvSge 0', call: () => createEndpoint(TARGET, { qp: { recvSge: 0 } }), operation: 'rdma_create_ep', path: 'options.qp.recvSge', rule: /must be at least 1/ },
+  { name: 'options.qp.sendSge 2^31', call: () => createEndpoint(TARGET, { qp: { sendSge: 2 ** 31 } }), operation: 'rdma_create_ep', path: 'options.qp.sendSge', rule: /<=2147483647/ },
+  { name: 'options.qp.inlineData -1', call: () => createEndpoint(TARGET, { qp: { inlineData: -1 } }), operation: 'rdma_create_ep', path: 'options.qp.inlineData', rule: />=0/ },
+  { name: 'options.qp.inlineData 2^32', call: () => createEndpoint(TARGET, { qp: { inlineData: 2 ** 32 } }), operation: 'rdma_create_ep', path: 'options.qp.inlineData', rule: /<=4294967295/ },
+  { name: "options.qp.qpType 'XX'", call: () => createEndpoint(TARGET, { qp: { qpType: 'XX' as never } }), operation: 'rdma_create_ep', path: 'options.qp.qpType', rule: /expected one of "RC"\|"UC"\|"UD"/ },
+  { name: 'options.qp.sqSigAll 1', call: () => createEndpoint(TARGET, { qp: { sqSigAll: 1 as never } }), operation: 'rdma_create_ep', path: 'options.qp.sqSigAll', rule: /expected boolean/ },
+  { name: 'options.qp has an unknown key', call: () => createEndpoint(TARGET, { qp: { maxSendWr: 4 } as never }), operation: 'rdma_create_ep', path: 'options.qp', rule: /Unrecognized key: "maxSendWr"/ },
+  { name: 'options.pd is a plain object', call: () => createEndpoint(TARGET, { pd: {} as never }), operation: 'rdma_create_ep', path: 'options.pd', rule: /expected a ProtectionDomain/ },
+  { name: 'options.pd is a pointer', call: () => createEndpoint(TARGET, { pd: 0x1000n as never }), operation: 'rdma_create_ep', path: 'options.pd', rule: /expected a ProtectionDomain/ },
+  { name: 'options has an unknown key', call: () => createEndpoint(TARGET, { foo: 1 } as never), operation: 'rdma_create_ep', path: 'options', rule: /Unrecognized key: "foo"/ },
+];
+
+// ---------------------------------------------------------------- addresses and wait options
+// CmId.bindAddr/resolveAddr/connect/… need an id (so a device); these run their
+// schemas through the same parseArgument the methods use.
+const addressRows: BadRow[] = [
+  { name: "address '999.1.1.1'", call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '999.1.1.1' }), operation: 'rdma_bind_addr', path: 'address.address', rule: /expected an IPv4 or IPv6 address/ },
+  { name: "address 'hello'", call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: 'hello' }), operation: 'rdma_bind_addr', path: 'address.address', rule: /expected an IPv4 or IPv6 address/ },
+  { name: "address '' ", call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '' }), operation: 'rdma_bind_addr', path: 'address.address', rule: /expected an IPv4 or IPv6 address/ },
+  { name: "address '1.2.3.4:80'", call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '1.2.3.4:80' }), operation: 'rdma_bind_addr', path: 'address.address', rule: /expected an IPv4 or IPv6 address/ },
+  { name: 'address missing', call: () => parseArgument('rdma_resolve_addr', 'destination', endpointSchema, { port: 1 }), operation: 'rdma_resolve_addr', path: 'destination.address', rule: /expected an IPv4 or IPv6 address/ },
+  { name: 'port 70000', call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '10.0.0.1', port: 70000 }), operation: 'rdma_bind_addr', path: 'address.port', rule: /a port is 0–65535/ },
+  { name: 'port -1', call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '10.0.0.1', port: -1 }), operation: 'rdma_bind_addr', path: 'address.port', rule: /a port is 0–65535/ },
+  { name: 'port 1.5', call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '10.0.0.1', port: 1.5 }), operation: 'rdma_bind_addr', path: 'address.port', rule: /expected int/ },
+  { name: "port '80'", call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '10.0.0.1', port: '80' }), operation: 'rdma_bind_addr', path: 'address.port', rule: /expected number/ },
+  { name: 'address has an unknown key', call: () => parseArgument('rdma_bind_addr', 'address', endpointSchema, { address: '10.0.0.1', family: 'IPv4' }), operation: 'rdma_bind_addr', path: 'address', rule: /Unrecognized key: "family"/ },
+  { name: 'timeoutMs -1', call: () => parseArgument('rdma_resolve_route', 'options', waitSchema, { timeoutMs: -1 }), operation: 'rdma_resolve_route', path: 'options.timeoutMs', rule: />=0/ },
+  { name: 'timeoutMs 1.5', call: () => parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: 1.5 }), operation: 'rdma_connect', path: 'options.timeoutMs', rule: /expected int/ },
+  { name: "timeoutMs '100'", call: () => parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: '100' }), operation: 'rdma_connect', path: 'options.timeoutMs', rule: /expected number/ },
+  { name: 'timeoutMs Infinity', call: () => parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: Infinity }), operation: 'rdma_connect', path: 'options.timeoutMs', rule: /expected number|expected int/ },
+  { name: 'signal is a plain object', call: () => parseArgument('rdma_accept', 'options', waitSchema, { signal: { aborted: false } }), operation: 'rdma_accept', path: 'options.signal', rule: /expected AbortSignal|Input not instance of AbortSignal/ },
+  { name: 'signal is an AbortController', call: () => parseArgument('rdma_accept', 'options', waitSchema, { signal: new AbortController() }), operation: 'rdma_accept', path: 'options.signal', rule: /AbortSignal/ },
+  { name: 'wait options have an unknown key', call: () => parseArgument('rdma_disconnect', 'options', waitSchema, { timeout: 5 }), operation: 'rdma_disconnect', path: 'options', rule: /Unrecognized key: "timeout"/ },
+];
+
+// ---------------------------------------------------------------- connection parameters
+const connParamRows: { name: string; param: unknown; path: string; rule: RegExp }[] = [
+  { name: 'retryCount 8', param: { retryCount: 8 }, path: 'retryCount', rule: /retryCount is 0–7/ },
+  { name: 'retryCount -1', param: { retryCount: -1 }, path: 'retryCount', rule: />=0/ },
+  { name: 'rnrRetryCount 8', param: { rnrRetryCount: 8 }, path: 'rnrRetryCount', rule: /rnrRetryCount is 0–7/ },
+  { name: 'responderResources 256', param: { responderResources: 256 }, path: 'responderResources', rule: /<=255/ },
+  { name: 'initiatorDepth 1.5', param: { initiatorDepth: 1.5 }, path: 'initiatorDepth', rule: /expected int/ },
+  { name: 'flowControl -1', param: { flowControl: -1 }, path: 'flowControl', rule: />=0/ },
+  { name: 'qpNum 2^32', param: { qpNum: 2 ** 32 }, path: 'qpNum', rule: /<=4294967295/ },
+  { name: 'srq 1', param: { srq: 1 }, path: 'srq', rule: /expected boolean/ },
+  { name: 'privateData a string', param: { privateData: 'hello' }, path: 'privateData', rule: /expected a Buffer or Uint8Array/ },
+  { name: 'privateData an ArrayBuffer', param: { privateData: new ArrayBuffer(4) }, path: 'privateData', rule: /expected a Buffer or Uint8Array/ },
+  { name: 'unknown key', param: { private_data: Buffer.alloc(1) }, path: '', rule: /Unrecognized key: "private_data"/ },
+];
+
+const badTables: [string, BadRow[]][] = [
+  ['createId', createIdRows],
+  ['getAddrInfo', addrInfoRows],
+  ['createEndpoint', endpointRows],
+  ['address schema', addressRows],
+];
+for (const [group, table] of badTables) {
+  for (const row of table) {
+    test(`${group} refuses ${row.name} before native code`, () => assertArgumentError(row));
+  }
+}
+
+for (const row of connParamRows) {
+  test(`connParamSchema refuses ${row.name}`, () => {
+    const result = connParamSchema.safeParse(row.param);
+    assert.equal(result.success, false);
+    const issue = result.error!.issues[0]!;
+    assert.equal(issue.path.map(String).join('.'), row.path);
+    assert.match(issue.message, row.rule);
+    // connect/accept parse it the same way: RdmaArgumentError rooted at 'param'.
+    const path = row.path ? `param.${row.path}` : 'param';
+    for (const kind of ['connect', 'accept'] as const) {
+      assertArgumentError({
+        name: `${kind} ${row.name}`, operation: `rdma_${kind}`, path, rule: row.rule,
+        call: () => encodeConnParam(`rdma_${kind}`, row.param as ConnParam, kind, 'RC'),
+      });
+    }
+  });
+}
+
+test('connParamSchema fills in the documented defaults', () => {
+  assert.deepEqual(connParamSchema.parse({}), {
+    responderResources: 1, initiatorDepth: 1, flowControl: 1, retryCount: 7, rnrRetryCount: 7, srq: false, qpNum: 0,
+  });
+  const parsed = connParamSchema.parse({ retryCount: 0, rnrRetryCount: 0, responderResources: 255, privateData: new Uint8Array(3) });
+  assert.equal(parsed.retryCount, 0);
+  assert.equal(parsed.responderResources, 255);
+  assert.equal(parsed.privateData?.byteLength, 3);
+});
+
+const privateDataLimits = [
+  { transport: 'RC', kind: 'connect', limit: 56 },
+  { transport: 'RC', kind: 'accept', limit: 196 },
+  { transport: 'UD', kind: 'connect', limit: 180 },
+  { transport: 'UD', kind: 'accept', limit: 136 },
+] as const;
+
+for (const { transport, kind, limit } of privateDataLimits) {
+  test(`${transport} ${kind} private data: ${limit} bytes encode, ${limit + 1} are refused`, () => {
+    assert.equal(PRIVATE_DATA_LIMITS[transport][kind], limit);
+    const operation = `rdma_${kind}`;
+    const data = Buffer.alloc(limit, 0xab);
+    const encoded = encodeConnParam(operation, { privateData: data, retryCount: 3 }, kind, transport);
+    assert.equal(encoded.privateData?.byteLength, limit);
+    assert.ok(encoded.privateData!.equals(data), 'the private data is copied as is');
+    const struct = koffi.decode(encoded.struct, rdma_conn_param) as RdmaConnParam;
+    assert.equal(struct.private_data_len, limit);
+    assert.equal(BigInt(struct.private_data as bigint), koffi.address(encoded.privateData!));
+    assert.equal(struct.retry_count, 3);
+    assert.equal(struct.rnr_retry_count, 7);
+
+    assertArgumentError({
+      name: `${limit + 1} bytes`, operation, path: 'param.privateData',
+      rule: new RegExp(`at most ${limit} bytes on ${kind} for ${transport} \\(got ${limit + 1}\\)`),
+      call: () => encodeConnParam(operation, { privateData: new Uint8Array(limit + 1) }, kind, transport),
+    });
+  });
+}
+
+test('encodeConnParam without private data writes a NULL pointer and length 0', () => {
+  const encoded = encodeConnParam('rdma_connect', undefined, 'connect', 'RC');
+  assert.equal(encoded.privateData, undefined);
+  const struct = koffi.decode(encoded.struct, rdma_conn_param) as RdmaConnParam;
+  assert.equal(struct.private_data_len, 0);
+  assert.ok(struct.private_data === null || BigInt(struct.private_data) === 0n);
+  assert.equal(struct.responder_resources, 1);
+  assert.equal(struct.initiator_depth, 1);
+});
+
+// ---------------------------------------------------------------- accepted inputs of the schemas
+const goodAddresses = [
+  { input: { address: '10.0.0.1' }, port: 0 },
+  { input: { address: '::1', port: 7471 }, port: 7471 },
+  { input: { address: 'fe80::1', port: 65535 }, port: 65535 },
+  { input: { address: '0.0.0.0', port: 0 }, port: 0 },
+];
+for (const { input, port } of goodAddresses) {
+  test(`address schema accepts ${JSON.stringify(input)}`, () => {
+    const parsed = parseArgument('rdma_bind_addr', 'address', endpointSchema, input);
+    assert.deepEqual(parsed, { address: input.address, port });
+  });
+}
+
+test('wait options accept a non-negative integer timeout and an AbortSignal', () => {
+  const signal = new AbortController().signal;
+  assert.deepEqual(parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: 0, signal }), { timeoutMs: 0, signal });
+  assert.deepEqual(parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: 10_000 }), { timeoutMs: 10_000 });
+  assert.deepEqual(parseArgument('rdma_connect', 'options', waitSchema, {}), {});
+});
+
+// ---------------------------------------------------------------- valid calls reach native code
+// Skipped where /sys/class/infiniband has entries: there, these calls succeed.
+const validCalls: { name: string; syscall: string; call: () => unknown }[] = [
+  { name: 'createId(null)', syscall: 'rdma_create_id', call: () => createId(null) },
+  { name: "createId(null, { portSpace: 'UDP', context })", syscall: 'rdma_create_id', call: () => createId(null, { portSpace: 'UDP', context: { any: 'thing' } }) },
+  { name: 'new EventChannel()', syscall: 'rdma_create_event_channel', call: () => new EventChannel() },
+  { name: "getAddrInfo('127.0.0.1', '7471')", syscall: 'rdma_getaddrinfo', call: () => getAddrInfo('127.0.0.1', '7471') },
+  {
+    name: 'getAddrInfo(null, service, every hint)', syscall: 'rdma_getaddrinfo',
+    call: () => getAddrInfo(null, '7471', { flags: ['PASSIVE', 'NUMERICHOST'], family: 'IPv4', qpType: 'RC', portSpace: 'TCP' }),
+  },
+  { name: "getAddrInfo('::1', null)", syscall: 'rdma_getaddrinfo', call: () => getAddrInfo('::1', null) },
+  { name: "createEndpoint({ host: '127.0.0.1', port: 7471 })", syscall: 'rdma_getaddrinfo', call: () => createEndpoint(TARGET) },
+  { name: "createEndpoint({ port: '65535', passive: true })", syscall: 'rdma_getaddrinfo', call: () => createEndpoint({ port: '65535', passive: true }) },
+  {
+    name: 'createEndpoint(target, every qp option)', syscall: 'rdma_getaddrinfo',
+    call: () => createEndpoint({ ...TARGET, port: 0, portSpace: 'UDP' }, { qp: { sendWr: 1, recvWr: 1, sendSge: 1, recvSge: 1, inlineData: 0, sqSigAll: true, qpType: 'UD' }, context: 1 }),
+  },
+];
+for (const row of validCalls) {
+  test(`valid ${row.name} passes validation and reaches ${row.syscall} (ENODEV)`, { skip: skipNative }, () => {
+    assertReachedNative(row.call, row.syscall);
+  });
+}
+
+// ---------------------------------------------------------------- page-aligned memory
+for (const size of [1, 4096, 10000]) {
+  test(`MemoryRegion.pageAligned(${size}) is a zero-filled, page-aligned Buffer of ${size} bytes`, () => {
+    const buffer = MemoryRegion.pageAligned(size);
+    assert.ok(Buffer.isBuffer(buffer));
+    assert.equal(buffer.byteLength, size);
+    assert.equal(koffi.address(buffer) % 4096n, 0n);
+    assert.ok(buffer.every((byte) => byte === 0), 'zero-filled');
+    buffer.fill(0xff);
+    assert.equal(buffer[size - 1], 0xff, 'the whole length is writable');
+  });
+}
+
+// ---------------------------------------------------------------- enum tables
+const enumTables = { PortSpace, QpType, AddrInfoFlag, Access, CmEventType, WcStatus, WcOpcode, WcFlag, IbvEventType } as const;
+for (const [tableName, table] of Object.entries(enumTables)) {
+  test(`${tableName}: every name round-trips and unknown values are UNKNOWN(n)`, () => {
+    const values = table.values as Record<string, number>;
+    const nameOf = table.nameOf as (value: number) => string;
+    assert.deepEqual(table.names, Object.keys(values));
+    assert.ok(table.names.length > 0);
+    assert.equal(new Set(Object.values(values)).size, table.names.length, 'no two names share a value');
+    for (const name of table.names) assert.equal(nameOf(values[name]!), name);
+    const unknown = Math.max(...Object.values(values)) + 1;
+    assert.equal(nameOf(unknown), `UNKNOWN(${unknown})`);
+    assert.equal(nameOf(-1), 'UNKNOWN(-1)');
+  });
+}
+
+test('Access: flagMask and flagNames round-trip every combination', () => {
+  const names = Access.names;
+  for (let subset = 0; subset < 1 << names.length; subset++) {
+    const chosen = names.filter((_, i) => (subset & (1 << i)) !== 0);
+    const mask = flagMask(Access, chosen);
+    assert.equal(mask, chosen.reduce((m, name) => m | Access.values[name], 0));
+    assert.deepEqual(flagNames(Access, mask), chosen);
+  }
+  assert.equal(flagMask(Access, [] as AccessName[]), 0);
+  assert.equal(flagMask(Access, ['LOCAL_WRITE', 'REMOTE_READ']), 0b101);
+  assert.deepEqual(flagNames(Access, 1 << 30), [], 'bits without a name are dropped');
+});
+
+// ---------------------------------------------------------------- error classes
+function currentMemlock(): string {
+  return execFileSync('sh', ['-c', 'ulimit -l'], { encoding: 'utf8' }).trim();
+}
+
+function completion(status: WorkCompletion['status']): WorkCompletion {
+  return {
+    wrId: 42, context: 'ctx', status, statusText: 'status text', opcode: 'RECV', byteLen: 0, immData: undefined,
+    qpNum: 17, srcQp: 0, flags: [], vendorErr: 0,
+  };
+}
+
+const errorRows: { name: string; make: () => Error; check: (error: Error) => void }[] = [
+  {
+    name: "RdmaError('rdma_create_id', 19): ENODEV with the setup hint",
+    make: () => new FfiRdmaError('rdma_create_id', 19),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError, 'the ffi class is the one the API exports');
+      assert.equal(error.name, 'RdmaError');
+      assert.equal(error.code, 'ENODEV');
+      assert.equal(error.errno, 19);
+      assert.equal(error.syscall, 'rdma_create_id');
+      assert.match(error.message, /^rdma_create_id failed: ENODEV \(/);
+      assert.ok(error.message.includes('no RDMA device — see scripts/setup-rxe.sh'), error.message);
+      assert.ok(error.hint?.includes('scripts/setup-rxe.sh'));
+    },
+  },
+  {
+    name: "RdmaError('ibv_reg_mr', ENOMEM): RLIMIT_MEMLOCK and the current limit",
+    make: () => new RdmaError('ibv_reg_mr', 12),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'ENOMEM');
+      assert.equal(error.syscall, 'ibv_reg_mr');
+      assert.match(error.message, /RLIMIT_MEMLOCK/);
+      assert.ok(error.message.includes(`ulimit -l: ${currentMemlock()}`), error.message);
+    },
+  },
+  {
+    name: "RdmaError('ibv_create_cq', ENOMEM): no memlock hint outside registration",
+    make: () => new RdmaError('ibv_create_cq', 12),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'ENOMEM');
+      assert.equal(error.hint, undefined);
+      assert.doesNotMatch(error.message, /RLIMIT_MEMLOCK/);
+    },
+  },
+  {
+    name: 'RdmaError errno 95 (EOPNOTSUPP, which Node names ENOTSUP on Linux)',
+    make: () => new RdmaError('ibv_create_srq', 95),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'EOPNOTSUPP');
+      assert.equal(error.errno, 95);
+      assert.equal(error.syscall, 'ibv_create_srq');
+    },
+  },
+  {
+    name: 'RdmaError EOPNOTSUPP: the provider hint',
+    make: () => new RdmaError('ibv_create_srq', 95),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.match(error.message, /does not support this operation/);
+    },
+  },
+  {
+    name: 'RdmaError ENOSYS: the kernel hint',
+    make: () => new RdmaError('rdma_create_event_channel', 38),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'ENOSYS');
+      assert.match(error.message, /the kernel has no RDMA support/);
+      assert.match(error.message, /setup-rxe\.sh/);
+    },
+  },
+  {
+    name: 'RdmaError EADDRNOTAVAIL: the address hint',
+    make: () => new RdmaError('rdma_bind_addr', 99),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'EADDRNOTAVAIL');
+      assert.match(error.message, /no RDMA device owns that address/);
+    },
+  },
+  {
+    name: 'RdmaError with a detail keeps it in the message',
+    make: () => new RdmaError('rdma_connect', 110, 'no event within 10 ms'),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'ETIMEDOUT');
+      assert.match(error.message, /^rdma_connect failed: ETIMEDOUT \(.*\) — no event within 10 ms — the peer did not answer in time/);
+    },
+  },
+  {
+    name: 'UnsupportedError: code EOPNOTSUPP',
+    make: () => new UnsupportedError('rdma_write_cm_event', 'by the installed librdmacm (it needs RDMACM_1.4)'),
+    check: (error) => {
+      assert.ok(error instanceof UnsupportedError);
+      assert.equal(error.name, 'UnsupportedError');
+      assert.equal(error.code, 'EOPNOTSUPP');
+      assert.equal(error.feature, 'rdma_write_cm_event');
+      assert.equal(error.message, 'rdma_write_cm_event is unsupported by the installed librdmacm (it needs RDMACM_1.4)');
+    },
+  },
+  {
+    name: 'RdmaArgumentError: code, name, and every issue in the message',
+    make: () => new RdmaArgumentError('rdma_connect', [{ path: 'param.retryCount', rule: 'retryCount is 0–7' }, { path: 'options.timeoutMs', rule: 'too big' }]),
+    check: (error) => {
+      assert.ok(error instanceof RdmaArgumentError);
+      assert.ok(error instanceof TypeError);
+      assert.equal(error.name, 'RdmaArgumentError');
+      assert.equal(error.code, 'ERR_RDMACM_ARGUMENT');
+      assert.equal(error.operation, 'rdma_connect');
+      assert.equal(error.issues.length, 2);
+      assert.equal(error.message, 'rdma_connect: param.retryCount: retryCount is 0–7; options.timeoutMs: too big');
+    },
+  },
+  {
+    name: 'RdmaArgumentError.fromZod roots paths at the parameter',
+    make: () => RdmaArgumentError.fromZod('op', 'options', z.strictObject({ a: z.object({ b: z.number() }) }).safeParse({ a: { b: 'x' } }).error!),
+    check: (error) => {
+      assert.ok(error instanceof RdmaArgumentError);
+      assert.equal(error.issues[0]!.path, 'options.a.b');
+      assert.match(error.message, /^op: options\.a\.b: .*expected number/);
+    },
+  },
+  {
+    name: 'ResourceClosedError: code ERR_RDMACM_CLOSED',
+    make: () => new ResourceClosedError('memory region', 'postSend'),
+    check: (error) => {
+      assert.ok(error instanceof ResourceClosedError);
+      assert.equal(error.name, 'ResourceClosedError');
+      assert.equal(error.code, 'ERR_RDMACM_CLOSED');
+      assert.equal(error.resource, 'memory region');
+      assert.equal(error.message, 'postSend: the memory region is closed');
+    },
+  },
+  {
+    name: 'WorkCompletionError LOC_LEN_ERR: the receive buffer hint',
+    make: () => new WorkCompletionError(completion('LOC_LEN_ERR')),
+    check: (error) => {
+      assert.ok(error instanceof WorkCompletionError);
+      assert.equal(error.name, 'WorkCompletionError');
+      assert.equal(error.code, 'ERR_RDMACM_WC_LOC_LEN_ERR');
+      assert.equal(error.completion.wrId, 42);
+      assert.match(error.message, /^work request 42 \(RECV\) failed: LOC_LEN_ERR \(status text\)/);
+      assert.match(error.message, /the receive buffer is smaller than the message/);
+    },
+  },
+  {
+    name: 'WorkCompletionError WR_FLUSH_ERR: the error-state hint',
+    make: () => new WorkCompletionError(completion('WR_FLUSH_ERR')),
+    check: (error) => {
+      assert.ok(error instanceof WorkCompletionError);
+      assert.equal(error.code, 'ERR_RDMACM_WC_WR_FLUSH_ERR');
+      assert.match(error.message, /the queue pair is in the error state/);
+      assert.doesNotMatch(error.message, /receive buffer/);
+    },
+  },
+  {
+    name: 'WorkCompletionError REM_ACCESS_ERR: the rkey hint',
+    make: () => new WorkCompletionError(completion('REM_ACCESS_ERR')),
+    check: (error) => {
+      assert.ok(error instanceof WorkCompletionError);
+      assert.equal(error.code, 'ERR_RDMACM_WC_REM_ACCESS_ERR');
+      assert.match(error.message, /wrong rkey/);
+    },
+  },
+  {
+    name: 'ConnectionError REJECTED (28) keeps the reason and the private data',
+    make: () => new ConnectionError('rdma_connect', 'REJECTED', 28, Buffer.from('server busy')),
+    check: (error) => {
+      assert.ok(error instanceof ConnectionError);
+      assert.equal(error.name, 'ConnectionError');
+      assert.equal(error.code, 'ERR_RDMACM_REJECTED');
+      assert.equal(error.operation, 'rdma_connect');
+      assert.equal(error.event, 'REJECTED');
+      assert.equal(error.rejectReason, 28);
+      assert.deepEqual(error.privateData, Buffer.from('server busy'));
+      assert.match(error.message, /^rdma_connect: REJECTED \(reason 28 \(rejected by the peer\)\)/);
+      assert.match(error.message, /is a server listening/);
+    },
+  },
+  {
+    name: 'ConnectionError REJECTED with another reason does not blame the peer application',
+    make: () => new ConnectionError('rdma_connect', 'REJECTED', 8),
+    check: (error) => {
+      assert.ok(error instanceof ConnectionError);
+      assert.equal(error.rejectReason, 8);
+      assert.equal(error.privateData, undefined);
+      assert.doesNotMatch(error.message, /rejected by the peer/);
+    },
+  },
+  {
+    name: 'ConnectionError UNREACHABLE: errno name, no reject fields',
+    make: () => new ConnectionError('rdma_connect', 'UNREACHABLE', -110, Buffer.from('ignored')),
+    check: (error) => {
+      assert.ok(error instanceof ConnectionError);
+      assert.equal(error.code, 'ERR_RDMACM_UNREACHABLE');
+      assert.equal(error.status, -110);
+      assert.equal(error.rejectReason, undefined);
+      assert.equal(error.privateData, undefined);
+      assert.match(error.message, /UNREACHABLE \(ETIMEDOUT\)/);
+    },
+  },
+  {
+    name: 'ConnectionError for an event with no error code',
+    make: () => new ConnectionError('rdma_resolve_addr', 'UNKNOWN(99)', 0),
+    check: (error) => {
+      assert.ok(error instanceof ConnectionError);
+      assert.equal(error.code, 'ERR_RDMACM_UNEXPECTED_EVENT');
+      assert.equal(error.message, 'rdma_resolve_addr: UNKNOWN(99) (status 0)');
+    },
+  },
+];
+for (const row of errorRows) {
+  test(`errors: ${row.name}`, () => {
+    const error = row.make();
+    assert.ok(error instanceof Error);
+    row.check(error);
+  });
+}
