@@ -31,7 +31,8 @@
 #   so node, rdma-core tools and perftest are the host's. The project folder
 #   (the parent of this scripts/ folder, wherever it lives) is shared WRITABLE
 #   and mounted at the same path. /tmp, /var/tmp, /run, /dev/shm are tmpfs.
-#   COMMAND runs as root in the project folder, with `ulimit -l unlimited`.
+#   COMMAND runs as root in the project folder, with `ulimit -l unlimited` and
+#   `ulimit -n 65536`.
 #
 # Environment seen by COMMAND:
 #   RDMACM_IN_VM=1
@@ -408,6 +409,7 @@ export RDMACM_TEST_ADDRS="$ALL_ADDRS" RDMACM_HOST_INDEX="$HOST_INDEX" RDMACM_HOS
 export RDMACM_SHARED_DIR=/run/rdmacm-shared
 source "$CTL/env.sh"
 ulimit -l unlimited
+ulimit -n 65536 2>/dev/null || true   # servers with hundreds of connections hold an fd per completion channel
 cd "$PROJECT_DIR" || setup_fail "cd $PROJECT_DIR"
 touch "$CTL/started"
 

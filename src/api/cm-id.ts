@@ -105,6 +105,7 @@ export class CmId extends Resource implements EventTarget {
   readonly #endpoint: boolean;
   #inbox: ConnectionEvent[] = [];
   #waiter: Waiter | undefined;
+  #disconnected = false;
   /** For ids that arrived as connection requests: what the peer sent. */
   readonly request: EventConnParam | undefined;
 
@@ -354,21 +355,42 @@ export class CmId extends Resource implements EventTarget {
     checkRdma(operation, librdmacm.rdma_notify(this.handle, IbvEventType.values[name]));
   }
 
+  /** Whether this id has seen DISCONNECTED (the peer, or our own disconnect, ended the connection). */
+  get disconnected(): boolean {
+    return this.#disconnected;
+  }
+
   /**
    * rdma_disconnect. On an asynchronous id, resolves at DISCONNECTED (default
-   * timeout 5 s); calling it on an id that is already disconnected resolves at once.
+   * timeout 5 s). The initiator's DISCONNECTED comes only once the peer calls
+   * rdma_disconnect too, so a peer answers waitForDisconnect() with disconnect(),
+   * which then resolves at once (it only tells the peer).
    */
   async disconnect(options: WaitOptions = {}): Promise<void> {
     const operation = 'rdma_disconnect';
     this.ensureOpen(operation);
     const o = parseArgument(operation, 'options', waitSchema, options);
-    const kept = this.#inbox.findIndex((e) => e.type === 'DISCONNECTED');
-    if (kept >= 0) {
-      this.#inbox.splice(kept, 1);
+    if (this.#disconnected) {
+      this.#dropKept('DISCONNECTED');
       librdmacm.rdma_disconnect(this.handle);
       return;
     }
     await this.#run(operation, ['DISCONNECTED'], o, 5_000, () => librdmacm.rdma_disconnect(this.handle));
+  }
+
+  /** Resolves when the connection ends (the peer's rdma_disconnect, or an error); then call disconnect(). */
+  async waitForDisconnect(options: WaitOptions = {}): Promise<void> {
+    const operation = 'waitForDisconnect';
+    this.ensureOpen(operation);
+    const o = parseArgument(operation, 'options', waitSchema, options);
+    if (this.#disconnected) return this.#dropKept('DISCONNECTED');
+    if (!this.#channel) throw argumentError(operation, 'id', 'a synchronous id has no events to wait for');
+    await this.#wait(operation, ['DISCONNECTED'], o.timeoutMs, o.signal);
+  }
+
+  #dropKept(type: CmEventTypeName): void {
+    const kept = this.#inbox.findIndex((e) => e.type === type);
+    if (kept >= 0) this.#inbox.splice(kept, 1);
   }
 
   /** rdma_migrate_id: moves this id's events to another channel (or makes it synchronous with null). */
@@ -515,6 +537,7 @@ export class CmId extends Resource implements EventTarget {
 
   /** @internal Called by the channel: takes the event if the pending operation waits for it. */
   offerEvent(event: CmEvent<EventTarget>): boolean {
+    if (event.type === 'DISCONNECTED') this.#disconnected = true;
     const waiter = this.#waiter;
     if (!waiter) return false;
     const typed = event as ConnectionEvent;

@@ -66,7 +66,8 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
 
   /** @internal An operation stopped waiting (served, timed out or aborted). */
   settle(): void {
-    this.#demand--;
+    // With nobody waiting, stop watching the fd so an idle channel does not keep the process alive.
+    if (--this.#demand === 0) this.#watcher.idle();
   }
 
   /** Reads one event without blocking; undefined when none is pending. */

@@ -48,6 +48,11 @@ export class FdWatcher {
     });
   }
 
+  /** Stops watching and releases the current waiters (the fd may not be readable): nobody needs the fd now. */
+  idle(): void {
+    if (this.#waiters.length > 0) this.#wake();
+  }
+
   #wake(): void {
     this.#handle?.stop();
     const waiters = this.#waiters;

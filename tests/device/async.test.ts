@@ -1,0 +1,216 @@
+// The asynchronous API on the event loop: ping-pong, a server with hundreds of
+// connections on one thread, timeouts, aborts, peer disconnects and events of
+// many ids interleaved on one channel.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent } from '../../src/index.js';
+import { FdWatcher } from '../../src/api/fd-watcher.js';
+import { deviceAddress, freshPort } from '../support/device.js';
+
+const MESSAGE = 64;
+
+/** Resolves address and route, then connects; the id gets a small QP with one receive posted. */
+async function dial(channel: EventChannel, address: string, port: number, context?: unknown): Promise<CmId> {
+  const id = createId(channel, { context });
+  await id.resolveAddr({ address, port }, { timeoutMs: 5000 });
+  await id.resolveRoute({ timeoutMs: 5000 });
+  id.createQp({ sendWr: 4, recvWr: 4, inlineData: MESSAGE });
+  return id;
+}
+
+test('async ping-pong: 200 round trips, contents checked', { timeout: 120_000 }, async () => {
+  const address = deviceAddress();
+  const port = freshPort();
+  using serverChannel = new EventChannel();
+  using clientChannel = new EventChannel();
+  using listener = createId(serverChannel);
+  listener.bindAddr({ address, port });
+  listener.listen();
+  using client = await dial(clientChannel, address, port);
+  const request = listener.nextRequest();
+  const connected = client.connect();
+  using server = await request;
+  server.createQp({ sendWr: 4, recvWr: 4, inlineData: MESSAGE });
+  const serverInbox = server.regMsgs(Buffer.alloc(MESSAGE));
+  const clientInbox = client.regMsgs(Buffer.alloc(MESSAGE));
+  const serverRecv = server.queuePair.prepareRecv(serverInbox);
+  const clientRecv = client.queuePair.prepareRecv(clientInbox);
+  serverRecv.post();
+  clientRecv.post();
+  await Promise.all([connected, server.accept()]);
+
+  const ping = Buffer.alloc(MESSAGE);
+  const pong = Buffer.alloc(MESSAGE);
+  const sendPing = client.queuePair.prepareSend(ping, { inline: true });
+  const sendPong = server.queuePair.prepareSend(pong, { inline: true });
+  for (let round = 0; round < 200; round++) {
+    ping.writeUInt32LE(round, 0);
+    sendPing.post();
+    await server.queuePair.nextRecvCompletion();
+    assert.equal(serverInbox.buffer.readUInt32LE(0), round);
+    serverRecv.post();
+    pong.writeUInt32LE(round * 2, 0);
+    sendPong.post();
+    await client.queuePair.nextRecvCompletion();
+    assert.equal(clientInbox.buffer.readUInt32LE(0), round * 2);
+    clientRecv.post();
+    await Promise.all([client.queuePair.nextSendCompletion(), server.queuePair.nextSendCompletion()]);
+  }
+  const disconnected = server.disconnect();
+  await client.disconnect();
+  await disconnected;
+});
+
+test('one thread serves 200 concurrent RC connections, then shuts down in order', { timeout: 600_000 }, async () => {
+  const address = deviceAddress();
+  const port = freshPort();
+  const CLIENTS = Number(process.env.RDMACM_ASYNC_CLIENTS ?? 200);
+  const serverChannel = new EventChannel();
+  const clientChannel = new EventChannel();
+  const listener = createId(serverChannel);
+  listener.bindAddr({ address, port });
+  listener.listen(256);
+
+  // The server: accept every request, echo one message back, +1 on each byte.
+  const served: CmId[] = [];
+  const serving = (async () => {
+    const handlers: Promise<void>[] = [];
+    for (let i = 0; i < CLIENTS; i++) {
+      const id = await listener.nextRequest({ timeoutMs: 60_000 });
+      served.push(id);
+      handlers.push((async () => {
+        id.createQp({ sendWr: 2, recvWr: 2, inlineData: MESSAGE });
+        const inbox = id.regMsgs(Buffer.alloc(MESSAGE));
+        id.postRecv(inbox);
+        await id.accept();
+        const got = await id.queuePair.nextRecvCompletion();
+        const reply = Buffer.from(inbox.buffer.subarray(0, got.byteLen).map((b) => (b + 1) & 0xff));
+        id.postSend(reply, { inline: true });
+        await id.queuePair.nextSendCompletion();
+        // The client hangs up first; the server answers with its own disconnect.
+        await id.waitForDisconnect({ timeoutMs: 120_000 });
+        await id.disconnect();
+      })());
+    }
+    await Promise.all(handlers);
+  })();
+
+  const clients = await Promise.all(Array.from({ length: CLIENTS }, async (_, index) => {
+    const id = await dial(clientChannel, address, port, index);
+    const inbox = id.regMsgs(Buffer.alloc(MESSAGE));
+    id.postRecv(inbox);
+    await id.connect(undefined, { timeoutMs: 60_000 });
+    const message = Buffer.alloc(MESSAGE, index & 0xff);
+    id.postSend(message, { inline: true });
+    await id.queuePair.nextSendCompletion();
+    await id.queuePair.nextRecvCompletion();
+    assert.ok(inbox.buffer.equals(Buffer.alloc(MESSAGE, (index + 1) & 0xff)), `client ${index} got its echo`);
+    return id;
+  }));
+  // Clean shutdown: every client hangs up, every server id answers; then close all in order.
+  await Promise.all(clients.map((id) => id.disconnect({ timeoutMs: 60_000 })));
+  await serving;
+  assert.equal(served.length, CLIENTS);
+  assert.equal(new Set(clients.map((c) => c.context)).size, CLIENTS);
+
+  assert.ok([...clients, ...served].every((id) => id.disconnected));
+  for (const id of [...clients, ...served]) id.close();
+  listener.close();
+  clientChannel.close();
+  serverChannel.close();
+  assert.equal(FdWatcher.open, 0, 'every fd watcher is closed');
+});
+
+test('resolving an address nobody answers times out with a typed error', { timeout: 60_000 }, async () => {
+  using channel = new EventChannel();
+  using id = createId(channel);
+  // On the rxe subnet, but no host has it: neighbour resolution fails.
+  const nobody = deviceAddress().replace(/\.\d+$/, '.250');
+  const started = Date.now();
+  await assert.rejects(id.resolveAddr({ address: nobody, port: 7471 }, { timeoutMs: 1000 }), (error: unknown) => {
+    assert.ok(error instanceof ConnectionError || error instanceof RdmaError, String(error));
+    if (error instanceof ConnectionError) assert.equal(error.code, 'ERR_RDMACM_ADDR_ERROR');
+    return true;
+  });
+  assert.ok(Date.now() - started < 15_000, 'it did not hang');
+});
+
+test('a peer disconnects and the survivor gets DISCONNECTED', { timeout: 60_000 }, async () => {
+  const address = deviceAddress();
+  const port = freshPort();
+  using serverChannel = new EventChannel();
+  using clientChannel = new EventChannel();
+  using listener = createId(serverChannel);
+  listener.bindAddr({ address, port });
+  listener.listen();
+  using client = await dial(clientChannel, address, port);
+  const request = listener.nextRequest();
+  const connected = client.connect();
+  using server = await request;
+  server.createQp();
+  await Promise.all([connected, server.accept()]);
+
+  const events = clientChannel[Symbol.asyncIterator]();
+  const serverDone = server.disconnect();
+  let event: ConnectionEvent | undefined;
+  for (let i = 0; i < 4 && event?.type !== 'DISCONNECTED'; i++) event = (await events.next()).value;
+  await events.return?.();
+  assert.equal(event?.type, 'DISCONNECTED');
+  assert.equal(event?.id, client);
+  assert.equal(client.disconnected, true);
+  // The survivor answers; only then does the initiator see its own DISCONNECTED.
+  await client.disconnect();
+  await serverDone;
+});
+
+test('an abort mid-connect leaves nothing behind', { timeout: 60_000 }, async () => {
+  const before = FdWatcher.open;
+  const channel = new EventChannel();
+  const id = createId(channel);
+  await id.resolveAddr({ address: deviceAddress(), port: freshPort() });
+  await id.resolveRoute();
+  id.createQp();
+  const controller = new AbortController();
+  const connecting = id.connect(undefined, { signal: controller.signal });
+  queueMicrotask(() => controller.abort()); // before any event can arrive
+  await assert.rejects(connecting, { name: 'AbortError' });
+  id.close();
+  channel.close();
+  assert.equal(FdWatcher.open, before);
+});
+
+test('events of many ids interleave on one channel and reach their own ids', { timeout: 60_000 }, async () => {
+  const address = deviceAddress();
+  using channel = new EventChannel();
+  const ids = Array.from({ length: 24 }, (_, i) => createId(channel, { context: i }));
+  try {
+    await Promise.all(ids.map(async (id, i) => {
+      await id.resolveAddr({ address, port: 9000 + i });
+      await id.resolveRoute();
+      assert.equal(id.peerAddress?.port, 9000 + i);
+    }));
+  } finally {
+    for (const id of ids) id.close();
+  }
+});
+
+test('the process exits by itself once its resources are closed', { timeout: 60_000 }, () => {
+  const entry = fileURLToPath(new URL('../../src/index.js', import.meta.url));
+  const script = `
+    const { createId, EventChannel } = await import(${JSON.stringify(entry)});
+    const channel = new EventChannel();
+    const id = createId(channel);
+    await id.resolveAddr({ address: ${JSON.stringify(deviceAddress())}, port: 7471 });
+    const abandoned = createId(channel);
+    await abandoned.resolveAddr({ address: '192.0.2.1', port: 7471 }, { timeoutMs: 300 }).catch(() => {});
+    abandoned.close();
+    id.close();
+    channel.close();
+    console.log('closed');`;
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(result.signal, null, 'it was not killed by the timeout');
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /closed/);
+});
