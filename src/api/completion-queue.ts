@@ -32,7 +32,7 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-export class CompletionQueue extends Resource {
+export class CompletionQueue extends Resource implements AsyncIterable<WorkCompletion> {
   /** How next() waits; change it at any time. */
   mode: CompletionMode = 'events';
   readonly #ops: ContextOps;
@@ -136,6 +136,22 @@ export class CompletionQueue extends Resource {
       this.#waiters.push({ resolve, reject });
       if (!this.#pumping) void this.#pump();
     });
+  }
+
+  /**
+   * Every completion, in order, on the event loop (as next() gives them). A
+   * completion with an error status ends the iteration by throwing
+   * WorkCompletionError; closing the queue ends it quietly.
+   */
+  async *[Symbol.asyncIterator](): AsyncGenerator<WorkCompletion> {
+    while (!this.closed) {
+      try {
+        yield await this.next();
+      } catch (error) {
+        if (error instanceof ResourceClosedError && this.closed) return;
+        throw error;
+      }
+    }
   }
 
   /** Delivers completions to waiters in order until none wait. */

@@ -63,6 +63,43 @@ test('async ping-pong: 200 round trips, contents checked', { timeout: 120_000 },
   await disconnected;
 });
 
+test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }, async () => {
+  const address = deviceAddress();
+  const port = freshPort();
+  using serverChannel = new EventChannel();
+  using clientChannel = new EventChannel();
+  using listener = createId(serverChannel);
+  listener.bindAddr({ address, port });
+  listener.listen();
+  using client = await dial(clientChannel, address, port);
+  const request = listener.nextRequest();
+  const connected = client.connect();
+  using server = await request;
+  server.createQp({ sendWr: 8, recvWr: 8 });
+  const inbox = server.regMsgs(Buffer.alloc(MESSAGE * 8));
+  for (let i = 0; i < 8; i++) server.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE, context: i });
+  await Promise.all([connected, server.accept()]);
+
+  server.queuePair.recvCq.mode = 'busy-poll';
+  const payload = Buffer.alloc(MESSAGE);
+  for (let i = 0; i < 8; i++) {
+    payload.writeUInt32LE(i * 7, 0);
+    client.postSend(payload, { inline: true, signaled: i === 7 });
+  }
+  const seen: unknown[] = [];
+  for await (const completion of server.queuePair.recvCq) {
+    assert.equal(completion.opcode, 'RECV');
+    assert.equal(inbox.buffer.readUInt32LE((completion.context as number) * MESSAGE), (completion.context as number) * 7);
+    seen.push(completion.context);
+    if (seen.length === 8) break;
+  }
+  assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6, 7]);
+  assert.equal((await client.queuePair.nextSendCompletion()).status, 'SUCCESS', 'only the last send was signaled');
+  const disconnected = server.disconnect();
+  await client.disconnect();
+  await disconnected;
+});
+
 test('one thread serves 200 concurrent RC connections, then shuts down in order', { timeout: 600_000 }, async () => {
   const address = deviceAddress();
   const port = freshPort();

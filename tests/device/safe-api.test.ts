@@ -76,6 +76,18 @@ test('ids report addresses and ports, take options, and migrate between channels
   }
 });
 
+test('notify and establish reach librdmacm, which refuses them on a connected id with typed errors', async () => {
+  const pair = await connect();
+  try {
+    // COMM_EST only matters before ESTABLISHED; rdma_establish only for ids whose QP the caller manages.
+    assert.throws(() => pair.server.notify('COMM_EST'), { name: 'RdmaError', code: 'EISCONN', syscall: 'rdma_notify' });
+    assert.throws(() => pair.client.establish(), { name: 'RdmaError', code: 'EINVAL', syscall: 'rdma_establish' });
+    assert.throws(() => pair.server.notify('NOT_AN_EVENT' as never), { name: 'RdmaArgumentError' });
+  } finally {
+    pair.close();
+  }
+});
+
 test('reject with private data reaches the client', { timeout: 30_000 }, async () => {
   const address = deviceAddress();
   const port = freshPort();
