@@ -104,7 +104,8 @@ export class CmId extends Resource implements EventTarget {
   /** Set for ids made by rdma_create_ep (and their requests): destroyed with rdma_destroy_ep. */
   readonly #endpoint: boolean;
   #inbox: ConnectionEvent[] = [];
-  #waiter: Waiter | undefined;
+  /** Operations waiting for events on this id (an operation, and possibly waitForDisconnect). */
+  readonly #waiters = new Set<Waiter>();
   #disconnected = false;
   /** For ids that arrived as connection requests: what the peer sent. */
   readonly request: EventConnParam | undefined;
@@ -316,7 +317,7 @@ export class CmId extends Resource implements EventTarget {
     this.ensureOpen(operation);
     if (!this.#channel) throw argumentError(operation, 'id', 'this listener is synchronous: use getRequest()');
     const o = parseArgument(operation, 'options', waitSchema, options);
-    const event = await this.#wait(operation, ['CONNECT_REQUEST'], o.timeoutMs, o.signal);
+    const event = await this.#wait(operation, ['CONNECT_REQUEST'], o.timeoutMs, o.signal).promise;
     return event.id;
   }
 
@@ -385,7 +386,7 @@ export class CmId extends Resource implements EventTarget {
     const o = parseArgument(operation, 'options', waitSchema, options);
     if (this.#disconnected) return this.#dropKept('DISCONNECTED');
     if (!this.#channel) throw argumentError(operation, 'id', 'a synchronous id has no events to wait for');
-    await this.#wait(operation, ['DISCONNECTED'], o.timeoutMs, o.signal);
+    await this.#wait(operation, ['DISCONNECTED'], o.timeoutMs, o.signal).promise;
   }
 
   #dropKept(type: CmEventTypeName): void {
@@ -399,7 +400,8 @@ export class CmId extends Resource implements EventTarget {
     this.ensureOpen(operation);
     if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
     if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
-    if (this.#waiter) throw argumentError(operation, 'id', `an operation (${this.#waiter.operation}) is still waiting for an event`);
+    const busy = [...this.#waiters].map((w) => w.operation);
+    if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
     checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
     this.#channel?.detach(this.handle);
     this.#channel = channel;
@@ -468,15 +470,15 @@ export class CmId extends Resource implements EventTarget {
       checkRdma(operation, call());
       return this.#syncEvent();
     }
-    const waiting = this.#wait(operation, expected, (options.timeoutMs ?? defaultTimeoutMs) + 1000, options.signal, true);
+    const { promise, waiter } = this.#wait(operation, expected, (options.timeoutMs ?? defaultTimeoutMs) + 1000, options.signal, true);
     try {
       checkRdma(operation, call());
     } catch (error) {
-      this.#cancelWait(error);
-      await waiting.catch(() => undefined);
+      waiter?.reject(error);
+      await promise.catch(() => undefined);
       throw error;
     }
-    return waiting;
+    return promise;
   }
 
   /** The event a synchronous call left in id->event (acked by librdmacm on the next call). */
@@ -488,69 +490,73 @@ export class CmId extends Resource implements EventTarget {
     return { type: raw.type, status: raw.status, id: this, listenId: undefined, conn: raw.conn, ud: raw.ud };
   }
 
-  /** Waits for one of `expected` on this id; ending events reject with ConnectionError. */
-  #wait(operation: string, expected: readonly CmEventTypeName[], timeout: number | undefined, signal: AbortSignal | undefined, fresh = false): Promise<ConnectionEvent> {
+  /**
+   * Waits for one of `expected` on this id; ending events reject with
+   * ConnectionError. `fresh` skips events kept from before (the operation has
+   * not been issued yet). `waiter` is undefined when the result is already known.
+   */
+  #wait(
+    operation: string, expected: readonly CmEventTypeName[], timeout: number | undefined, signal: AbortSignal | undefined, fresh = false,
+  ): { promise: Promise<ConnectionEvent>; waiter: Waiter | undefined } {
     const channel = this.#channel!;
-    if (this.#waiter) return Promise.reject(argumentError(operation, 'id', `${this.#waiter.operation} is still waiting on this id`));
     if (!fresh) {
       const index = this.#inbox.findIndex((e) => expected.includes(e.type as CmEventTypeName));
-      if (index >= 0) return Promise.resolve(this.#inbox.splice(index, 1)[0]!);
+      if (index >= 0) return { promise: Promise.resolve(this.#inbox.splice(index, 1)[0]!), waiter: undefined };
     }
-    return new Promise<ConnectionEvent>((resolve, reject) => {
+    if (signal?.aborted) return { promise: Promise.reject(signal.reason), waiter: undefined };
+    let waiter!: Waiter;
+    const promise = new Promise<ConnectionEvent>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
-      const cleanup = () => {
+      let settled = false;
+      const settle = (finish: () => void) => {
+        if (settled) return;
+        settled = true;
         if (timer) clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
-        if (this.#waiter === waiter) this.#waiter = undefined;
+        this.#waiters.delete(waiter);
         channel.settle();
+        finish();
       };
-      const onAbort = () => {
-        cleanup();
-        reject(signal!.reason);
-      };
-      const waiter: Waiter = {
+      const onAbort = () => settle(() => reject(signal!.reason));
+      waiter = {
         operation,
         expected,
-        resolve: (event) => {
-          cleanup();
-          resolve(event);
-        },
-        reject: (error) => {
-          cleanup();
-          reject(error);
-        },
+        resolve: (event) => settle(() => resolve(event)),
+        reject: (error) => settle(() => reject(error)),
       };
-      if (signal?.aborted) return reject(signal.reason);
       // Timer and abort listener first: expect() may deliver an already queued event at once.
       if (timeout !== undefined) {
         timer = setTimeout(() => waiter.reject(new RdmaError(operation, 110 /* ETIMEDOUT */, `no event within ${timeout} ms`)), timeout);
       }
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.#waiter = waiter;
+      this.#waiters.add(waiter);
       channel.expect();
     });
+    return { promise, waiter };
   }
 
-  #cancelWait(error: unknown): void {
-    this.#waiter?.reject(error);
-  }
-
-  /** @internal Called by the channel: takes the event if the pending operation waits for it. */
+  /**
+   * @internal Called by the channel: every waiter expecting the event gets it;
+   * an ending event (an error, DISCONNECTED) rejects the others. True if anyone took it.
+   */
   offerEvent(event: CmEvent<EventTarget>): boolean {
-    if (event.type === 'DISCONNECTED') this.#disconnected = true;
-    const waiter = this.#waiter;
-    if (!waiter) return false;
     const typed = event as ConnectionEvent;
-    if (waiter.expected.includes(typed.type as CmEventTypeName)) {
-      waiter.resolve(typed);
-      return true;
+    if (typed.type === 'DISCONNECTED') this.#disconnected = true;
+    let taken = false;
+    let expectedBySomeone = false;
+    for (const waiter of [...this.#waiters]) {
+      if (waiter.expected.includes(typed.type as CmEventTypeName)) {
+        expectedBySomeone = true;
+        taken = true;
+        waiter.resolve(typed);
+      } else if (ENDING_EVENTS.has(typed.type)) {
+        taken = true;
+        waiter.reject(new ConnectionError(waiter.operation, typed.type, typed.status, typed.conn?.privateData ?? typed.ud?.privateData));
+      }
     }
-    if (ENDING_EVENTS.has(typed.type)) {
-      waiter.reject(new ConnectionError(waiter.operation, typed.type, typed.status, typed.conn?.privateData ?? typed.ud?.privateData));
-      if (typed.type === 'DISCONNECTED') this.#inbox.push(typed);
-      return true;
-    }
-    return false;
+    // A disconnect that only ended another operation stays visible for a later waitForDisconnect().
+    if (typed.type === 'DISCONNECTED' && taken && !expectedBySomeone) this.#inbox.push(typed);
+    return taken;
   }
 
   /** @internal Called by the channel: an event nobody waited for. */
@@ -564,7 +570,7 @@ export class CmId extends Resource implements EventTarget {
   }
 
   protected release(): void {
-    this.#waiter?.reject(new ResourceClosedError(this.kind, this.#waiter.operation));
+    for (const waiter of [...this.#waiters]) waiter.reject(new ResourceClosedError(this.kind, waiter.operation));
     this.#channel?.detach(this.handle);
     this.#inbox = [];
     if (this.#endpoint) librdmacm.rdma_destroy_ep(this.handle);
