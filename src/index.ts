@@ -18,6 +18,7 @@ export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam }
 export { DeviceContext, type DeviceLimits } from './api/device-context.js';
 export { ProtectionDomain } from './api/protection-domain.js';
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
+export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
 export { CompletionQueue, type CompletionMode } from './api/completion-queue.js';
 export { PreparedSend, PreparedRecv, type SendOptions, type RecvOptions } from './api/work-request.js';

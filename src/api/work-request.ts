@@ -1,11 +1,12 @@
 // Work requests, validated once and encoded once into native memory
 // (struct ibv_send_wr / ibv_recv_wr plus one ibv_sge). post() is the hot path:
 // a closed-resource check and one FFI crossing, nothing allocated.
-import koffi from 'koffi';
+import koffi, { type TypeObject } from 'koffi';
 import { z } from 'zod';
 import { RdmaError } from '../ffi/errors.js';
 import {
   IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
+  IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
   IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
   type ContextOps,
 } from '../ffi/inline-verbs.js';
@@ -17,23 +18,41 @@ import { argumentError, parseArgument, u32, u64 } from './validate.js';
 import type { CompletionQueue } from './completion-queue.js';
 import type { Resource } from './resource.js';
 
+/** The offset of a member path like 'wr.atomic.rkey' in a koffi struct (union members start at 0). */
+function offsetOf(type: TypeObject, path: string): number {
+  let offset = 0;
+  let current = type;
+  for (const name of path.split('.')) {
+    const member = current.members?.[name];
+    if (!member) throw new Error(`no member ${path} in ${type.name}`);
+    offset += current.primitive === 'Union' ? 0 : member.offset;
+    current = member.type;
+  }
+  return offset;
+}
+
 const SEND = {
-  wrId: koffi.offsetof(ibv_send_wr, 'wr_id'),
-  sgList: koffi.offsetof(ibv_send_wr, 'sg_list'),
-  numSge: koffi.offsetof(ibv_send_wr, 'num_sge'),
-  opcode: koffi.offsetof(ibv_send_wr, 'opcode'),
-  sendFlags: koffi.offsetof(ibv_send_wr, 'send_flags'),
-  immData: koffi.offsetof(ibv_send_wr, 'imm_data'),
-  remoteAddr: koffi.offsetof(ibv_send_wr, 'wr'),
-  rkey: koffi.offsetof(ibv_send_wr, 'wr') + 8,
+  wrId: offsetOf(ibv_send_wr, 'wr_id'),
+  sgList: offsetOf(ibv_send_wr, 'sg_list'),
+  numSge: offsetOf(ibv_send_wr, 'num_sge'),
+  opcode: offsetOf(ibv_send_wr, 'opcode'),
+  sendFlags: offsetOf(ibv_send_wr, 'send_flags'),
+  immData: offsetOf(ibv_send_wr, 'imm_data'),
+  remoteAddr: offsetOf(ibv_send_wr, 'wr.rdma.remote_addr'),
+  rkey: offsetOf(ibv_send_wr, 'wr.rdma.rkey'),
+  atomicRemoteAddr: offsetOf(ibv_send_wr, 'wr.atomic.remote_addr'),
+  compareAdd: offsetOf(ibv_send_wr, 'wr.atomic.compare_add'),
+  swap: offsetOf(ibv_send_wr, 'wr.atomic.swap'),
+  atomicRkey: offsetOf(ibv_send_wr, 'wr.atomic.rkey'),
 };
 const RECV = {
-  wrId: koffi.offsetof(ibv_recv_wr, 'wr_id'),
-  sgList: koffi.offsetof(ibv_recv_wr, 'sg_list'),
-  numSge: koffi.offsetof(ibv_recv_wr, 'num_sge'),
+  wrId: offsetOf(ibv_recv_wr, 'wr_id'),
+  sgList: offsetOf(ibv_recv_wr, 'sg_list'),
+  numSge: offsetOf(ibv_recv_wr, 'num_sge'),
 };
-const SGE_LENGTH = koffi.offsetof(ibv_sge, 'length');
-const SGE_LKEY = koffi.offsetof(ibv_sge, 'lkey');
+const SGE_LENGTH = offsetOf(ibv_sge, 'length');
+const SGE_LKEY = offsetOf(ibv_sge, 'lkey');
+const ATOMIC_SIZE = 8;
 
 /** Where a one-sided operation lands: a peer region's address and rkey (and length, to check bounds). */
 const remoteSchema = z.strictObject({
@@ -50,7 +69,11 @@ const recvOptionsSchema = z.strictObject({
 export type RecvOptions = z.input<typeof recvOptionsSchema>;
 
 const sendOptionsSchema = recvOptionsSchema.extend({
-  opcode: z.enum(['SEND', 'RDMA_WRITE', 'RDMA_READ']).default('SEND'),
+  opcode: z.enum(['SEND', 'RDMA_WRITE', 'RDMA_READ', 'ATOMIC_CMP_AND_SWP', 'ATOMIC_FETCH_AND_ADD']).default('SEND'),
+  /** Atomics: the value to compare (CMP_AND_SWP) or to add (FETCH_AND_ADD). */
+  compareAdd: u64.optional(),
+  /** CMP_AND_SWP: the value stored when the remote word equals compareAdd. */
+  swap: u64.optional(),
   inline: z.boolean().default(false),
   signaled: z.boolean().default(true),
   solicited: z.boolean().default(false),
@@ -88,6 +111,28 @@ function localRange(
   }
   void source.buffer;
   return { address: koffi.address(source) + BigInt(offset), length: bytes, lkey: 0, region: undefined };
+}
+
+/** The rules of each opcode that only show once the local range is known. */
+function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>, length: number, maxInlineData: number, atomic: boolean): void {
+  const refuse = (path: string, rule: string) => {
+    throw argumentError(operation, path, rule);
+  };
+  if (o.inline && length > maxInlineData) refuse('options.length', `inline data of ${length} bytes exceeds the queue pair's max_inline_data (${maxInlineData})`);
+  if (o.opcode !== 'SEND' && !o.remote) refuse('options.remote', `${o.opcode} needs the peer's { address, rkey }`);
+  if ((o.opcode === 'RDMA_READ' || atomic) && o.inline) refuse('options.inline', `${o.opcode} cannot be inline`);
+  if ((o.opcode === 'RDMA_READ' || atomic) && o.immediate !== undefined) refuse('options.immediate', `${o.opcode} carries no immediate data`);
+  if (o.remote?.length !== undefined && length > o.remote.length) {
+    refuse('options.remote.length', `the ${length}-byte transfer exceeds the ${o.remote.length}-byte remote region`);
+  }
+  if (atomic) {
+    if (length !== ATOMIC_SIZE) refuse('options.length', `an atomic works on one 8-byte word (got ${length} bytes)`);
+    if (BigInt(o.remote!.address) % 8n !== 0n) refuse('options.remote.address', 'an atomic needs an 8-byte aligned remote address');
+    if (o.compareAdd === undefined) refuse('options.compareAdd', `${o.opcode} needs compareAdd`);
+    if (o.opcode === 'ATOMIC_CMP_AND_SWP' && o.swap === undefined) refuse('options.swap', 'ATOMIC_CMP_AND_SWP needs swap');
+  } else if (o.compareAdd !== undefined || o.swap !== undefined) {
+    refuse('options.compareAdd', 'compareAdd and swap are for atomics only');
+  }
 }
 
 abstract class PreparedWorkRequest {
@@ -135,24 +180,17 @@ abstract class PreparedWorkRequest {
   }
 }
 
-/** A send, RDMA write or RDMA read, encoded once; post() it as often as you like. */
+/** A send, RDMA write or read, or atomic, encoded once; post() it as often as you like. */
 export class PreparedSend extends PreparedWorkRequest {
   constructor(target: PostTarget, cq: CompletionQueue, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
     const operation = 'QueuePair.postSend';
     const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
+    const atomic = o.opcode === 'ATOMIC_CMP_AND_SWP' || o.opcode === 'ATOMIC_FETCH_AND_ADD';
     if (!(source instanceof MemoryRegion) && !o.inline) {
       throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
     }
-    const range = localRange(operation, source, target.pd, o.offset, o.length);
-    if (o.inline && range.length > target.maxInlineData) {
-      throw argumentError(operation, 'options.length', `inline data of ${range.length} bytes exceeds the queue pair's max_inline_data (${target.maxInlineData})`);
-    }
-    if (o.opcode !== 'SEND' && !o.remote) throw argumentError(operation, 'options.remote', `${o.opcode} needs the peer's { address, rkey }`);
-    if (o.opcode === 'RDMA_READ' && o.inline) throw argumentError(operation, 'options.inline', 'an RDMA read cannot be inline');
-    if (o.opcode === 'RDMA_READ' && o.immediate !== undefined) throw argumentError(operation, 'options.immediate', 'an RDMA read carries no immediate data');
-    if (o.remote?.length !== undefined && range.length > o.remote.length) {
-      throw argumentError(operation, 'options.remote.length', `the ${range.length}-byte transfer exceeds the ${o.remote.length}-byte remote region`);
-    }
+    const range = localRange(operation, source, target.pd, o.offset, atomic ? (o.length ?? ATOMIC_SIZE) : o.length);
+    checkSendRules(operation, o, range.length, target.maxInlineData, atomic);
     // An unsignaled request never completes, so it has no context to return.
     super(target, range.region, source instanceof MemoryRegion ? undefined : source, cq, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
 
@@ -163,13 +201,20 @@ export class PreparedSend extends PreparedWorkRequest {
     const opcode =
       o.opcode === 'RDMA_READ' ? IBV_WR_RDMA_READ
       : o.opcode === 'RDMA_WRITE' ? (o.immediate === undefined ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM)
+      : o.opcode === 'ATOMIC_CMP_AND_SWP' ? IBV_WR_ATOMIC_CMP_AND_SWP
+      : o.opcode === 'ATOMIC_FETCH_AND_ADD' ? IBV_WR_ATOMIC_FETCH_AND_ADD
       : o.immediate === undefined ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
     v.setInt32(SEND.opcode, opcode, true);
     const flags = (o.signaled ? IBV_SEND_SIGNALED : 0) | (o.inline ? IBV_SEND_INLINE : 0) |
       (o.solicited ? IBV_SEND_SOLICITED : 0) | (o.fence ? IBV_SEND_FENCE : 0);
     v.setUint32(SEND.sendFlags, flags, true);
     if (o.immediate !== undefined) v.setUint32(SEND.immData, o.immediate, false);
-    if (o.remote) {
+    if (o.remote && atomic) {
+      v.setBigUint64(SEND.atomicRemoteAddr, BigInt(o.remote.address), true);
+      v.setUint32(SEND.atomicRkey, o.remote.rkey, true);
+      v.setBigUint64(SEND.compareAdd, BigInt(o.compareAdd ?? 0), true);
+      v.setBigUint64(SEND.swap, BigInt(o.swap ?? 0), true);
+    } else if (o.remote) {
       v.setBigUint64(SEND.remoteAddr, BigInt(o.remote.address), true);
       v.setUint32(SEND.rkey, o.remote.rkey, true);
     }
