@@ -17,6 +17,7 @@ export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn
 export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
 export { DeviceContext, type DeviceLimits } from './api/device-context.js';
 export { ProtectionDomain } from './api/protection-domain.js';
+export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/address-handle.js';
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
 export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';

@@ -11,7 +11,7 @@ import { RdmaError, checkRdma, checkVerbs } from '../ffi/errors.js';
 import type { Pointer } from '../ffi/library.js';
 import { rdma_addr, rdma_cm_event, rdma_cm_id, rdma_route } from '../structs/rdma-cma.js';
 import { ibv_qp, ibv_qp_attr, ibv_qp_init_attr, type IbvQpCap, type IbvQpInitAttr } from '../structs/verbs-resources.js';
-import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam } from './cm-event.js';
+import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
 import { DeviceContext } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
@@ -19,6 +19,7 @@ import { ResourceClosedError } from './errors.js';
 import { EventChannel, type EventTarget } from './event-channel.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
+import { AddressHandle } from './address-handle.js';
 import { QueuePair } from './queue-pair.js';
 import { Resource } from './resource.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
@@ -35,6 +36,7 @@ const ID = {
   pd: koffi.offsetof(rdma_cm_id, 'pd'),
   event: koffi.offsetof(rdma_cm_id, 'event'),
   qpType: koffi.offsetof(rdma_cm_id, 'qp_type'),
+  portNum: koffi.offsetof(rdma_cm_id, 'port_num'),
   src: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'src_storage'),
   dst: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'dst_storage'),
 };
@@ -81,6 +83,8 @@ const OPTION_IDS = { TOS: 0, REUSEADDR: 1, AFONLY: 2, ACK_TIMEOUT: 3 } as const;
 export interface Established {
   readonly privateData: Buffer;
   readonly conn: EventConnParam | undefined;
+  /** For UD (the UDP port space): where the peer's QP is — make an AddressHandle from ud.ahAttr. */
+  readonly ud: EventUdParam | undefined;
 }
 
 interface Waiter {
@@ -285,7 +289,7 @@ export class CmId extends Resource implements EventTarget {
     const o = parseArgument(operation, 'options', waitSchema, options);
     const event = await this.#run(operation, ['ESTABLISHED'], o, 10_000, () => librdmacm.rdma_connect(this.handle, encoded.struct));
     void encoded;
-    return { privateData: event?.conn?.privateData ?? Buffer.alloc(0), conn: event?.conn };
+    return { privateData: event?.conn?.privateData ?? event?.ud?.privateData ?? Buffer.alloc(0), conn: event?.conn, ud: event?.ud };
   }
 
   /** rdma_listen. A backlog of 0 lets librdmacm pick. */
@@ -419,6 +423,22 @@ export class CmId extends Resource implements EventTarget {
     if (byteSized) value.writeUInt8(Number(o.value), 0);
     else value.writeInt32LE(o.value ? 1 : 0, 0);
     checkRdma(operation, librdmacm.rdma_set_option(this.handle, 0, OPTION_IDS[o.option], value, value.byteLength));
+  }
+
+  /** UD: an address handle to the peer an ESTABLISHED (or MULTICAST_JOIN) event described. */
+  addressHandleTo(ud: EventUdParam): AddressHandle {
+    this.ensureOpen('addressHandleTo');
+    if (typeof ud !== 'object' || ud === null || typeof ud.ahAttr !== 'object') throw argumentError('addressHandleTo', 'ud', 'expected the ud parameters of an event');
+    return this.pd.createAh(ud.ahAttr);
+  }
+
+  /** UD: an address handle back to the sender of a receive (`receive` starts with the GRH). */
+  addressHandleFrom(completion: WorkCompletion, receive: Uint8Array): AddressHandle {
+    this.ensureOpen('addressHandleFrom');
+    const verbs = readPointer(this.handle, ID.verbs);
+    const portNum = koffi.decode(this.handle, ID.portNum, 'uint8_t') as number;
+    const pd = this.pd;
+    return AddressHandle.fromCompletion(pd, pd.unsafeHandle, verbs, portNum, completion, receive);
   }
 
   // Man-page conveniences over the queue pair and the PD (rdma_verbs.h).

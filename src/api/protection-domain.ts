@@ -8,6 +8,8 @@ import type { Pointer } from '../ffi/library.js';
 import { Access, flagMask, type AccessName } from './enums.js';
 import { Resource } from './resource.js';
 import { MemoryRegion } from './memory-region.js';
+import { AddressHandle } from './address-handle.js';
+import type { IbvAhAttr } from '../structs/verbs-resources.js';
 import { argumentError, bytes, parseArgument } from './validate.js';
 
 const accessSchema = z.array(z.enum(Access.names as [AccessName, ...AccessName[]])).default(['LOCAL_WRITE']);
@@ -67,6 +69,13 @@ export class ProtectionDomain extends Resource {
   /** rdma_reg_write: LOCAL_WRITE | REMOTE_WRITE. */
   regWrite(buffer: Uint8Array): MemoryRegion {
     return this.register(buffer, ['LOCAL_WRITE', 'REMOTE_WRITE']);
+  }
+
+  /** An address handle for UD sends (ibv_create_ah), e.g. from `established.ud.ahAttr`. */
+  createAh(attr: IbvAhAttr): AddressHandle {
+    this.ensureOpen('createAh');
+    if (typeof attr !== 'object' || attr === null || typeof attr.grh !== 'object') throw argumentError('createAh', 'attr', 'expected an ibv_ah_attr (e.g. established.ud.ahAttr)');
+    return AddressHandle.create(this, this.handle, attr);
   }
 
   protected release(): void {

@@ -55,7 +55,7 @@ export class QueuePair extends Resource {
     this.sendCq = CompletionQueue.borrow(sendCq, this);
     this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(recvCq, this);
     const ops: ContextOps = contextOps(readPointer(handle, 'context'));
-    this.#target = { owner: this, handle, ops, pd, maxInlineData: this.caps.maxInlineData };
+    this.#target = { owner: this, handle, ops, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
   }
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */

@@ -21,6 +21,11 @@ export interface WorkCompletion {
   readonly srcQp: number;
   readonly flags: readonly WcFlagName[];
   readonly vendorErr: number;
+  /** UD and RoCE addressing of the sender, for an address handle back (see AddressHandle.fromCompletion). */
+  readonly pkeyIndex: number;
+  readonly slid: number;
+  readonly sl: number;
+  readonly dlidPathBits: number;
 }
 
 /** A work request completed with an error status. */
@@ -47,6 +52,10 @@ const OFFSET = {
   qpNum: koffi.offsetof(ibv_wc, 'qp_num'),
   srcQp: koffi.offsetof(ibv_wc, 'src_qp'),
   wcFlags: koffi.offsetof(ibv_wc, 'wc_flags'),
+  pkeyIndex: koffi.offsetof(ibv_wc, 'pkey_index'),
+  slid: koffi.offsetof(ibv_wc, 'slid'),
+  sl: koffi.offsetof(ibv_wc, 'sl'),
+  dlidPathBits: koffi.offsetof(ibv_wc, 'dlid_path_bits'),
 };
 const WITH_IMM = WcFlag.values.WITH_IMM;
 const statusTexts = new Map<number, string>();
@@ -85,5 +94,30 @@ export function decodeWorkCompletion(view: DataView, base: number, context: unkn
     srcQp: view.getUint32(base + OFFSET.srcQp, true),
     flags: flagNames(WcFlag, flags),
     vendorErr: view.getUint32(base + OFFSET.vendorErr, true),
+    pkeyIndex: view.getUint16(base + OFFSET.pkeyIndex, true),
+    slid: view.getUint16(base + OFFSET.slid, true),
+    sl: view.getUint8(base + OFFSET.sl),
+    dlidPathBits: view.getUint8(base + OFFSET.dlidPathBits),
   };
+}
+
+/** Re-encodes a completion as a struct ibv_wc (for verbs that take one, like ibv_init_ah_from_wc). */
+export function encodeWorkCompletion(completion: WorkCompletion): Buffer {
+  const wc = Buffer.alloc(WC_SIZE);
+  const view = new DataView(wc.buffer, wc.byteOffset, wc.byteLength);
+  view.setUint32(OFFSET.wrId, completion.wrId % 2 ** 32, true);
+  view.setUint32(OFFSET.wrId + 4, Math.floor(completion.wrId / 2 ** 32), true);
+  view.setInt32(OFFSET.status, WcStatus.values[completion.status as WcStatusName] ?? 0, true);
+  view.setInt32(OFFSET.opcode, WcOpcode.values[completion.opcode as WcOpcodeName] ?? 0, true);
+  view.setUint32(OFFSET.vendorErr, completion.vendorErr, true);
+  view.setUint32(OFFSET.byteLen, completion.byteLen, true);
+  if (completion.immData !== undefined) view.setUint32(OFFSET.immData, completion.immData, false);
+  view.setUint32(OFFSET.qpNum, completion.qpNum, true);
+  view.setUint32(OFFSET.srcQp, completion.srcQp, true);
+  view.setUint32(OFFSET.wcFlags, completion.flags.reduce((mask, flag) => mask | WcFlag.values[flag], 0), true);
+  view.setUint16(OFFSET.pkeyIndex, completion.pkeyIndex, true);
+  view.setUint16(OFFSET.slid, completion.slid, true);
+  view.setUint8(OFFSET.sl, completion.sl);
+  view.setUint8(OFFSET.dlidPathBits, completion.dlidPathBits);
+  return wc;
 }

@@ -8,8 +8,9 @@ import {
   IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
   IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
   IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
-  type ContextOps,
+  RDMA_UDP_QKEY, type ContextOps,
 } from '../ffi/inline-verbs.js';
+import { AddressHandle } from './address-handle.js';
 import type { Pointer } from '../ffi/library.js';
 import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { MemoryRegion } from './memory-region.js';
@@ -44,6 +45,9 @@ const SEND = {
   compareAdd: offsetOf(ibv_send_wr, 'wr.atomic.compare_add'),
   swap: offsetOf(ibv_send_wr, 'wr.atomic.swap'),
   atomicRkey: offsetOf(ibv_send_wr, 'wr.atomic.rkey'),
+  udAh: offsetOf(ibv_send_wr, 'wr.ud.ah'),
+  udRemoteQpn: offsetOf(ibv_send_wr, 'wr.ud.remote_qpn'),
+  udRemoteQkey: offsetOf(ibv_send_wr, 'wr.ud.remote_qkey'),
 };
 const RECV = {
   wrId: offsetOf(ibv_recv_wr, 'wr_id'),
@@ -80,6 +84,12 @@ const sendOptionsSchema = recvOptionsSchema.extend({
   fence: z.boolean().default(false),
   immediate: u32.optional(),
   remote: remoteSchema.optional(),
+  /** UD: the destination (rdma_post_ud_send semantics: qkey RDMA_UDP_QKEY unless given). */
+  ud: z.strictObject({
+    ah: z.custom<AddressHandle>((value) => value instanceof AddressHandle, 'expected an AddressHandle'),
+    remoteQpn: z.number().int().min(0).max(0xffffff, 'a QP number is 24 bits'),
+    remoteQkey: u32.default(RDMA_UDP_QKEY),
+  }).optional(),
 });
 export type SendOptions = z.input<typeof sendOptionsSchema>;
 
@@ -90,6 +100,7 @@ export interface PostTarget {
   readonly ops: ContextOps;
   readonly pd: Resource;
   readonly maxInlineData: number;
+  readonly qpType: string;
 }
 
 /** The local memory of an SGE, checked: offset/length inside the region (or inline buffer). */
@@ -132,6 +143,10 @@ function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>
     if (o.opcode === 'ATOMIC_CMP_AND_SWP' && o.swap === undefined) refuse('options.swap', 'ATOMIC_CMP_AND_SWP needs swap');
   } else if (o.compareAdd !== undefined || o.swap !== undefined) {
     refuse('options.compareAdd', 'compareAdd and swap are for atomics only');
+  }
+  if (o.ud) {
+    if (o.opcode !== 'SEND') refuse('options.ud', 'UD queue pairs only send');
+    if (o.ud.ah.closed) refuse('options.ud.ah', 'the address handle is closed');
   }
 }
 
@@ -182,6 +197,9 @@ abstract class PreparedWorkRequest {
 
 /** A send, RDMA write or read, or atomic, encoded once; post() it as often as you like. */
 export class PreparedSend extends PreparedWorkRequest {
+  /** A UD send's destination, kept alive and checked at each post. */
+  readonly #addressHandle: AddressHandle | undefined;
+
   constructor(target: PostTarget, cq: CompletionQueue, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
     const operation = 'QueuePair.postSend';
     const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
@@ -191,6 +209,9 @@ export class PreparedSend extends PreparedWorkRequest {
     }
     const range = localRange(operation, source, target.pd, o.offset, atomic ? (o.length ?? ATOMIC_SIZE) : o.length);
     checkSendRules(operation, o, range.length, target.maxInlineData, atomic);
+    if ((target.qpType === 'UD') !== (o.ud !== undefined)) {
+      throw argumentError(operation, 'options.ud', target.qpType === 'UD' ? 'a UD queue pair needs options.ud { ah, remoteQpn }' : 'options.ud is for UD queue pairs only');
+    }
     // An unsignaled request never completes, so it has no context to return.
     super(target, range.region, source instanceof MemoryRegion ? undefined : source, cq, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
 
@@ -217,6 +238,11 @@ export class PreparedSend extends PreparedWorkRequest {
     } else if (o.remote) {
       v.setBigUint64(SEND.remoteAddr, BigInt(o.remote.address), true);
       v.setUint32(SEND.rkey, o.remote.rkey, true);
+    } else if (o.ud) {
+      this.#addressHandle = o.ud.ah;
+      v.setBigUint64(SEND.udAh, o.ud.ah.pointer, true);
+      v.setUint32(SEND.udRemoteQpn, o.ud.remoteQpn, true);
+      v.setUint32(SEND.udRemoteQkey, o.ud.remoteQkey, true);
     }
     this.writeSge(range.address, range.length, range.lkey);
   }
@@ -224,6 +250,7 @@ export class PreparedSend extends PreparedWorkRequest {
   /** ibv_post_send of this request: one FFI crossing. */
   post(): void {
     this.check('PreparedSend.post');
+    if (this.#addressHandle?.closed) throw argumentError('PreparedSend.post', 'options.ud.ah', 'the address handle is closed');
     const ret = this.target.ops.postSend(this.target.handle, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError('ibv_post_send', ret);
   }

@@ -359,7 +359,7 @@ function currentMemlock(): string {
 function completion(status: WorkCompletion['status']): WorkCompletion {
   return {
     wrId: 42, context: 'ctx', status, statusText: 'status text', opcode: 'RECV', byteLen: 0, immData: undefined,
-    qpNum: 17, srcQp: 0, flags: [], vendorErr: 0,
+    qpNum: 17, srcQp: 0, flags: [], vendorErr: 0, pkeyIndex: 0, slid: 0, sl: 0, dlidPathBits: 0,
   };
 }
 

@@ -1,0 +1,77 @@
+// An address handle (struct ibv_ah): where a UD send goes. Made from the UD
+// parameters the connection manager reports (ESTABLISHED on a UDP-port-space
+// id, MULTICAST_JOIN), or from a received completion to answer its sender.
+import koffi from 'koffi';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { checkPointer, checkVerbs } from '../ffi/errors.js';
+import type { Pointer } from '../ffi/library.js';
+import { ibv_ah_attr, type IbvAhAttr } from '../structs/verbs-resources.js';
+import { ibv_grh } from '../structs/verbs-work.js';
+import { Resource } from './resource.js';
+import { encodeWorkCompletion, type WorkCompletion } from './work-completion.js';
+import { argumentError } from './validate.js';
+import { formatIPv6 } from './socket-address.js';
+
+/** The 40-byte global route header at the start of every UD receive buffer. */
+export const GRH_SIZE = ibv_grh.size;
+const GRH_SGID = koffi.offsetof(ibv_grh, 'sgid');
+const GRH_DGID = koffi.offsetof(ibv_grh, 'dgid');
+
+export class AddressHandle extends Resource {
+  private constructor(handle: Pointer, pd: Resource) {
+    super('address handle', handle, pd);
+  }
+
+  /** ibv_create_ah from an ah_attr (e.g. `established.ud.ahAttr`). */
+  static create(pd: Resource, pdHandle: Pointer, attr: IbvAhAttr): AddressHandle {
+    const encoded = Buffer.alloc(ibv_ah_attr.size);
+    koffi.encode(encoded, ibv_ah_attr, attr);
+    return new AddressHandle(checkPointer('ibv_create_ah', libibverbs.ibv_create_ah(pdHandle, encoded)), pd);
+  }
+
+  /**
+   * An address handle back to the sender of a UD receive (ibv_init_ah_from_wc +
+   * ibv_create_ah): `receive` is the receive buffer, which starts with the GRH.
+   */
+  static fromCompletion(pd: Resource, pdHandle: Pointer, context: Pointer, portNum: number, completion: WorkCompletion, receive: Uint8Array): AddressHandle {
+    if (receive.byteLength < GRH_SIZE) throw argumentError('AddressHandle.fromCompletion', 'receive', `needs the ${GRH_SIZE}-byte GRH`);
+    const attr = Buffer.alloc(ibv_ah_attr.size);
+    const grh = Buffer.from(receive.subarray(0, GRH_SIZE));
+    checkVerbs('ibv_init_ah_from_wc', libibverbs.ibv_init_ah_from_wc(context, portNum, encodeWorkCompletion(completion), grh, attr));
+    return new AddressHandle(checkPointer('ibv_create_ah', libibverbs.ibv_create_ah(pdHandle, attr)), pd);
+  }
+
+  /** The handle is for the send path; it must outlive the sends that name it. */
+  get pointer(): Pointer {
+    return this.unsafeHandle;
+  }
+
+  protected release(): void {
+    checkVerbs('ibv_destroy_ah', libibverbs.ibv_destroy_ah(this.handle));
+  }
+}
+
+/** A UD receive split into where it came from (the GRH) and the payload after it. */
+export interface UdMessage {
+  /** The sender: an IPv4 address (RoCE v2 over IPv4), else its GID as IPv6 text. */
+  readonly source: string;
+  readonly destination: string;
+  readonly payload: Buffer;
+}
+
+/** RoCE v2 over IPv4 puts a 20-byte IPv4 header in the GRH's last 20 bytes. */
+const IPV4_HEADER_AT = GRH_SIZE - 20;
+
+/** Strips the 40-byte GRH from a UD receive of `byteLen` bytes (which counts the GRH) in `receive`. */
+export function decodeUdMessage(receive: Uint8Array, byteLen: number): UdMessage {
+  if (byteLen < GRH_SIZE || byteLen > receive.byteLength) {
+    throw argumentError('decodeUdMessage', 'byteLen', `a UD receive is the ${GRH_SIZE}-byte GRH plus the payload, within the buffer (got ${byteLen} of ${receive.byteLength})`);
+  }
+  const payload = Buffer.from(receive.subarray(GRH_SIZE, byteLen));
+  if (receive[IPV4_HEADER_AT]! >> 4 === 4) {
+    const ipv4 = (offset: number) => Array.from(receive.subarray(IPV4_HEADER_AT + offset, IPV4_HEADER_AT + offset + 4)).join('.');
+    return { source: ipv4(12), destination: ipv4(16), payload };
+  }
+  const gid = (offset: number) => formatIPv6(receive.subarray(offset, offset + 16));
+  return { source: gid(GRH_SGID), destination: gid(GRH_DGID), payload };
+}

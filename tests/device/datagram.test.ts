@@ -1,0 +1,136 @@
+// Datagrams (UD over the UDP port space): address handles from the connection
+// manager's UD parameters, the GRH at the head of every receive, and rdma-core's
+// udaddy as a peer in both directions.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { createId, decodeUdMessage, EventChannel, GRH_SIZE, type CmId } from '../../src/index.js';
+import { deviceAddress, freshPort } from '../support/device.js';
+import { retrying, start } from '../support/processes.js';
+
+const COUNT = 10;
+const SIZE = 100;
+/** udaddy has no port option: it always uses 7174. */
+const UDADDY_PORT = 7174;
+
+/** A UD client: resolved, with a UD QP and `COUNT` receives posted, then "connected" (SIDR). */
+async function udClient(channel: EventChannel, address: string, port: number) {
+  const id = createId(channel, { portSpace: 'UDP' });
+  await id.resolveAddr({ address, port });
+  await id.resolveRoute();
+  id.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
+  const inbox = id.regMsgs(Buffer.alloc(COUNT * (GRH_SIZE + SIZE)));
+  for (let i = 0; i < COUNT; i++) id.postRecv(inbox, { offset: i * (GRH_SIZE + SIZE), length: GRH_SIZE + SIZE, context: i });
+  const established = await id.connect();
+  assert.ok(established.ud, 'a UD connect reports the peer\'s QP through ud parameters');
+  return { id, inbox, ud: established.ud };
+}
+
+test('UD between two ids: address handle from the UD parameters, GRH stripped, source decoded', { timeout: 60_000 }, async () => {
+  const address = deviceAddress();
+  const port = freshPort();
+  using serverChannel = new EventChannel();
+  using clientChannel = new EventChannel();
+  using listener = createId(serverChannel, { portSpace: 'UDP' });
+  listener.bindAddr({ address, port });
+  listener.listen();
+  const request = listener.nextRequest();
+  const client = udClient(clientChannel, address, port);
+  using server: CmId = await request;
+  server.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
+  const serverInbox = server.regMsgs(Buffer.alloc(GRH_SIZE + SIZE));
+  server.postRecv(serverInbox);
+  await server.accept();
+  const { id, ud } = await client;
+  using clientId = id;
+  assert.equal(ud.qpNum, server.queuePair.qpNum);
+  assert.equal(ud.qkey, 0x01234567, 'RDMA_UDP_QKEY');
+
+  using ah = clientId.addressHandleTo(ud);
+  const message = clientId.regMsgs(randomBytes(SIZE));
+  clientId.postSend(message, { ud: { ah, remoteQpn: ud.qpNum }, immediate: clientId.queuePair.qpNum });
+  const received = await server.queuePair.nextRecvCompletion();
+  assert.equal(received.byteLen, GRH_SIZE + SIZE, 'byte_len counts the GRH');
+  assert.equal(received.immData, clientId.queuePair.qpNum);
+  assert.equal(received.srcQp, clientId.queuePair.qpNum);
+  const decoded = decodeUdMessage(serverInbox.buffer, received.byteLen);
+  assert.ok(decoded.payload.equals(message.buffer));
+  assert.equal(decoded.source, address, 'RoCE v2 over IPv4: the source comes from the IPv4 header');
+  assert.equal(decoded.destination, address);
+
+  // Answer the sender with an address handle built from the receive itself.
+  using back = server.addressHandleFrom(received, serverInbox.buffer);
+  server.postSend(server.regMsgs(Buffer.from('reply'.padEnd(SIZE, '!'))), { ud: { ah: back, remoteQpn: received.srcQp } });
+  const reply = await clientId.queuePair.nextRecvCompletion();
+  assert.equal(reply.byteLen, GRH_SIZE + SIZE);
+  assert.equal(clientId.qp!.type, 'UD');
+  assert.throws(() => clientId.postSend(message), { name: 'RdmaArgumentError', message: /options\.ud/ });
+});
+
+test('udaddy server (C) with a TypeScript UD client', { timeout: 120_000 }, async () => {
+  const address = deviceAddress();
+  const server = start('udaddy', ['-b', address, '-C', String(COUNT), '-S', String(SIZE)]);
+  try {
+    using channel = new EventChannel();
+    let client: Awaited<ReturnType<typeof udClient>> | undefined;
+    for (let attempt = 1; attempt <= 40 && !client; attempt++) {
+      try {
+        client = await udClient(channel, address, UDADDY_PORT);
+      } catch (error) {
+        if (attempt === 40) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+    const { id, inbox, ud } = client!;
+    using clientId = id;
+    using ah = clientId.addressHandleTo(ud);
+    const message = clientId.regMsgs(Buffer.alloc(SIZE));
+    for (let i = 0; i < SIZE; i++) message.buffer[i] = i;
+    // As udaddy's client: SEND_WITH_IMM carrying our QP number, so the server can answer.
+    for (let i = 0; i < COUNT; i++) clientId.postSend(message, { ud: { ah, remoteQpn: ud.qpNum, remoteQkey: ud.qkey }, immediate: clientId.queuePair.qpNum, signaled: false });
+    for (let i = 0; i < COUNT; i++) {
+      const reply = await clientId.queuePair.nextRecvCompletion();
+      assert.equal(reply.byteLen, GRH_SIZE + SIZE);
+      const slot = (reply.context as number) * (GRH_SIZE + SIZE);
+      const { payload } = decodeUdMessage(inbox.buffer.subarray(slot, slot + GRH_SIZE + SIZE), reply.byteLen);
+      // udaddy echoes its receive buffer: its GRH, then the first bytes of our message.
+      assert.ok(payload.subarray(GRH_SIZE).equals(message.buffer.subarray(0, SIZE - GRH_SIZE)), 'udaddy echoed our message');
+    }
+    const finished = await server.finished;
+    assert.equal(finished.code, 0, finished.stdout + finished.stderr);
+    assert.match(finished.stdout, /data transfers complete/);
+    assert.match(finished.stdout, /return status 0/);
+  } finally {
+    server.kill();
+  }
+});
+
+test('a TypeScript UD server with udaddy -s (C)', { timeout: 120_000 }, async () => {
+  const address = deviceAddress();
+  using channel = new EventChannel();
+  using listener = createId(channel, { portSpace: 'UDP' });
+  listener.bindAddr({ address, port: UDADDY_PORT });
+  listener.listen();
+  const client = retrying('udaddy', ['-s', address, '-C', String(COUNT), '-S', String(SIZE)]);
+  using server = await listener.nextRequest({ timeoutMs: 60_000 });
+  server.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
+  const inbox = server.regMsgs(Buffer.alloc(COUNT * (GRH_SIZE + SIZE)));
+  for (let i = 0; i < COUNT; i++) server.postRecv(inbox, { offset: i * (GRH_SIZE + SIZE), length: GRH_SIZE + SIZE, context: i });
+  await server.accept();
+
+  const messages = [];
+  for (let i = 0; i < COUNT; i++) messages.push(await server.queuePair.nextRecvCompletion());
+  const first = messages[0]!;
+  assert.ok(messages.every((m) => m.byteLen === GRH_SIZE + SIZE && m.immData === first.srcQp), 'each message carries the sender\'s QP number');
+  const slot = (first.context as number) * (GRH_SIZE + SIZE);
+  using back = server.addressHandleFrom(first, inbox.buffer.subarray(slot, slot + GRH_SIZE + SIZE));
+  const reply = server.regMsgs(randomBytes(SIZE));
+  for (let i = 0; i < COUNT; i++) {
+    server.postSend(reply, { ud: { ah: back, remoteQpn: first.immData! } });
+    await server.queuePair.nextSendCompletion();
+  }
+  const finished = await client.finished;
+  assert.equal(finished.code, 0, finished.stdout + finished.stderr);
+  assert.match(finished.stdout, /data transfers complete/);
+  assert.match(finished.stdout, /return status 0/);
+});
