@@ -3,6 +3,10 @@
 // clean teardown — with one timed line per step.
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from './package-info.js';
 import { listDevices } from '../api/devices.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { EventChannel } from '../api/event-channel.js';
@@ -24,8 +28,10 @@ Options:
       --json             print one JSON object instead of the lines
   -h, --help             show this help
 
-Without a device: scripts/setup-rxe.sh creates a soft-RoCE one; elsewhere run
-npm run smoke, which boots a soft-RoCE VM (scripts/rxe-vm.sh).
+Without a device: run as root on a kernel with rdma_rxe and none named, smoke
+creates a soft-RoCE device with scripts/setup-rxe.sh on the default route's
+interface ($RDMACM_RXE_NETDEV overrides it) and removes it at the end.
+Elsewhere run npm run smoke, which boots a soft-RoCE VM (scripts/rxe-vm.sh).
 `;
 
 const MESSAGE = 64;
@@ -168,6 +174,77 @@ export async function runSmoke(options: { device?: string; address?: string; por
   return ok;
 }
 
+interface SoftRoce {
+  readonly device: string;
+  readonly address: string | undefined;
+  /** Removes the device again; undefined when it was there before (not ours to remove). */
+  readonly teardown: (() => string) | undefined;
+}
+
+function kernelHasRxe(): boolean {
+  return existsSync('/sys/module/rdma_rxe') || spawnSync('modinfo', ['rdma_rxe'], { stdio: 'ignore' }).status === 0;
+}
+
+const lastLine = (text: string) => text.trim().split('\n').at(-1) ?? '';
+
+/**
+ * Where there is no device but root and a kernel with rdma_rxe, makes a
+ * soft-RoCE device with scripts/setup-rxe.sh. Undefined when it does not apply
+ * or fails, so the caller goes on to the usual "no RDMA device" answer.
+ */
+function createSoftRoce(say: (line: string) => void): SoftRoce | undefined {
+  try {
+    if (listDevices().length > 0 || process.getuid?.() !== 0 || !kernelHasRxe()) return undefined;
+  } catch {
+    return undefined; // no libibverbs at all: setup-rxe.sh could not help the binding either
+  }
+  const script = join(packageRoot(), 'scripts', 'setup-rxe.sh');
+  const netdev = process.env.RDMACM_RXE_NETDEV;
+  // --no-install: a smoke test does not install packages; the script then says what is missing.
+  const setup = spawnSync('bash', [script, ...(netdev ? [netdev] : []), '--no-install'], { encoding: 'utf8', timeout: 60_000 });
+  const device = setup.status === 0 ? /^device (\S+):/m.exec(setup.stdout)?.[1] : undefined;
+  if (!device) {
+    say(`smoke: no RDMA device, and creating a soft-RoCE one failed: ${lastLine(setup.stderr ?? '') || setup.error?.message || `exit ${setup.status}`}`);
+    return undefined;
+  }
+  const created = /created (\S+) on (\S+)/.exec(setup.stderr)?.slice(1);
+  say(`smoke: no RDMA device; ${created ? `created soft-RoCE device ${device} on ${created[1]}` : `using ${device}`} with scripts/setup-rxe.sh${created ? ' (removed at the end)' : ''}`);
+  const teardown = created
+    ? () => {
+        const result = spawnSync('bash', [script, '--teardown', device], { encoding: 'utf8', timeout: 60_000 });
+        return result.status === 0
+          ? `smoke: removed soft-RoCE device ${device}`
+          : `smoke: removing ${device} failed (${lastLine(result.stderr ?? '') || result.error?.message}); run: ${script} --teardown ${device}`;
+      }
+    : undefined;
+  return { device, address: /RDMACM_TEST_ADDR=(\S+)/.exec(setup.stdout)?.[1], teardown };
+}
+
+/**
+ * Runs the smoke test on the new device in a child process, then removes the
+ * device: rxe cannot be deleted while a process holds it open, and librdmacm
+ * keeps every device open until its process exits.
+ */
+async function smokeOnSoftRoce(argv: string[], softRoce: SoftRoce, say: (line: string) => void): Promise<number> {
+  const env: NodeJS.ProcessEnv = { ...process.env, RDMACM_TEST_DEVICE: softRoce.device };
+  if (softRoce.address) env.RDMACM_TEST_ADDR = softRoce.address;
+  const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'rdmacm'), 'smoke', ...argv], { stdio: 'inherit', env });
+  // A signal ends the child, not this process: the device must still be removed.
+  const forward = (signal: NodeJS.Signals) => child.kill(signal);
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const signal of signals) process.on(signal, forward);
+  const code = await new Promise<number>((resolve) => {
+    child.on('error', (error) => {
+      say(`smoke: cannot start the smoke test: ${error.message}`);
+      resolve(1);
+    });
+    child.on('close', (exitCode) => resolve(exitCode ?? 1));
+  });
+  for (const signal of signals) process.off(signal, forward);
+  if (softRoce.teardown) say(softRoce.teardown());
+  return code;
+}
+
 export async function runSmokeCommand(argv: string[]): Promise<number> {
   let parsed;
   try {
@@ -195,9 +272,14 @@ export async function runSmokeCommand(argv: string[]): Promise<number> {
     process.stderr.write(`rdmacm smoke: --port must be 1–65535\n`);
     return 1;
   }
+  // With --json, stdout holds only the JSON object.
+  const say = (line: string) => (values.json ? process.stderr : process.stdout).write(line + '\n');
+  const device = values.device ?? process.env.RDMACM_TEST_DEVICE;
+  const softRoce = device === undefined ? createSoftRoce(say) : undefined;
+  if (softRoce) return smokeOnSoftRoce(argv, softRoce, say);
   const steps: SmokeStep[] = [];
   const ok = await runSmoke(
-    { device: values.device ?? process.env.RDMACM_TEST_DEVICE, address: values.address ?? process.env.RDMACM_TEST_ADDR, port },
+    { device, address: values.address ?? process.env.RDMACM_TEST_ADDR, port },
     (step) => {
       steps.push(step);
       if (!values.json) {
