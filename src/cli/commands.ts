@@ -1,6 +1,9 @@
 // The table of CLI commands: each one's name, one-line summary and entry point.
+import { benchSummary, runBench } from './bench.js';
 import { devicesSummary, runDevices } from './devices.js';
 import { runSmokeCommand, smokeSummary } from './smoke.js';
+import { replSummary, runRepl } from './repl.js';
+import { pingSummary, runPing } from './ping.js';
 
 export interface Command {
   readonly name: string;
@@ -12,4 +15,7 @@ export interface Command {
 export const commands: readonly Command[] = [
   { name: 'devices', summary: devicesSummary, run: runDevices },
   { name: 'smoke', summary: smokeSummary, run: runSmokeCommand },
+  { name: 'bench', summary: benchSummary, run: runBench },
+  { name: 'repl', summary: replSummary, run: runRepl },
+  { name: 'ping', summary: pingSummary, run: runPing },
 ];

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The measurements of `npm run bench`, in one session on one RDMA device (run by
+# bench/run.sh inside the soft-RoCE VM, or on this host's own device):
+# rdmacm bench vs perftest, the binding's connection setup vs cmtime, and the
+# JS-heap check. Raw outputs go to the folder given as $1; bench/report.ts
+# turns them into the table.
+#
+#   bash bench/guest.sh RAW_DIR
+#
+# Needs RDMACM_TEST_ADDR (set by scripts/rxe-vm.sh): the device's IPv4 address.
+# Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_BW64_ITERS (5000),
+# BENCH_BW64K_ITERS (1000), BENCH_CONNS (100).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+RAW=${1:?usage: guest.sh RAW_DIR}
+mkdir -p "$RAW"
+ADDR=${RDMACM_TEST_ADDR:?RDMACM_TEST_ADDR must name the device\'s IPv4 address}
+REPS=${BENCH_REPS:-3}
+LAT_N=${BENCH_LAT_ITERS:-5000}
+BW64_N=${BENCH_BW64_ITERS:-5000}
+BW64K_N=${BENCH_BW64K_ITERS:-1000}
+CONNS=${BENCH_CONNS:-100}
+APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ and dist/
+port=7600
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+
+# pair OUT SERVER_CMD... -- CLIENT_CMD...: runs the server in the background,
+# waits for it to listen, then the client; the client's stdout goes to OUT. perftest servers need no warning; ours retry.
+pair() {
+  local out=$1; shift
+  local server=() client=()
+  while [ "$1" != -- ]; do server+=("$1"); shift; done
+  shift
+  client=("$@")
+  "${server[@]}" > "$out.server" 2>&1 &
+  local spid=$!
+  sleep "${BENCH_SERVER_DELAY:-1.5}"
+  if ! timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then say "FAILED: ${client[*]} (see $out.err)"; fi
+  if ! timeout 60 tail --pid=$spid -f /dev/null; then kill $spid 2>/dev/null; fi
+  wait $spid 2>/dev/null
+}
+
+ts() { echo node "$APP/bin/rdmacm" bench "$@"; }
+
+for r in $(seq 1 "$REPS"); do
+  for size in 2 4096; do
+    say "lat ${size} B, run $r: rdmacm bench, then ib_send_lat"
+    port=$((port + 1)); pair "$RAW/ts-lat-$size-r$r.json" $(ts lat -s $size -n $LAT_N -p $port --json) -- $(ts lat -s $size -n $LAT_N -p $port --json "$ADDR")
+    port=$((port + 1)); pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -s $size -n $LAT_N -p $port -- ib_send_lat -R -s $size -n $LAT_N -p $port "$ADDR"
+  done
+  for size in 64 65536; do
+    n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
+    say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"
+    port=$((port + 1)); pair "$RAW/ts-bw-$size-r$r.json" $(ts bw -s $size -n $n -p $port --json) -- $(ts bw -s $size -n $n -p $port --json "$ADDR")
+    port=$((port + 1)); pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -s $size -n $n -p $port -- ib_send_bw -R -s $size -n $n -p $port "$ADDR"
+  done
+done
+
+say "ib_write_bw 65536 B (reference)"
+port=$((port + 1)); pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $BW64K_N -p $port -- ib_write_bw -R -s 65536 -n $BW64K_N -p $port "$ADDR"
+
+for r in $(seq 1 2); do
+  say "connection setup, $CONNS connections, run $r: cmtime, then the binding (both against cmtime's server)"
+  port=$((port + 1)); pair "$RAW/c-cmtime-r$r.txt" cmtime -b "$ADDR" -p $port -c "$CONNS" -- cmtime -s "$ADDR" -p $port -c "$CONNS"
+  port=$((port + 1)); pair "$RAW/ts-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup.js" "$ADDR" $port "$CONNS"
+done
+
+say "JS heap across 1e5 post/poll cycles"
+port=$((port + 1))
+timeout 600 node --expose-gc "$APP/dist/bench/heap.js" "$ADDR" $port 100000 > "$RAW/heap.json" 2> "$RAW/heap.json.err" || say "FAILED: heap check (see $RAW/heap.json.err)"
+say "done"

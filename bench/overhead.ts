@@ -1,0 +1,121 @@
+// The JS side of the data path, without a device: ns per prepared post and per
+// poll, measured through the real PreparedSend / CompletionQueue code and the
+// same koffi prototypes, with the provider's function pointers replaced by a
+// stand-in C function (libm's fegetround: no arguments read, no system call,
+// returns 0 — so post() succeeds and poll() finds nothing).
+//
+//   node dist/bench/overhead.js [--json]
+//
+// What this gives is the binding's own cost per crossing (JS checks + koffi
+// marshalling + an indirect call); a C program pays only the indirect call.
+import koffi from 'koffi';
+import { ibv_context, ibv_context_ops, ibv_cq, ibv_qp } from '../src/structs/verbs-resources.js';
+import { CompletionQueue } from '../src/api/completion-queue.js';
+import { QueuePair } from '../src/api/queue-pair.js';
+import { Resource } from '../src/api/resource.js';
+import type { ProtectionDomain } from '../src/api/protection-domain.js';
+
+const libc = koffi.load('libc.so.6');
+const dlopen = libc.func('uintptr_t dlopen(const char *file, int mode)');
+const dlsym = libc.func('uintptr_t dlsym(uintptr_t handle, const char *symbol)');
+const RTLD_NOW = 2;
+const libm = dlopen('libm.so.6', RTLD_NOW);
+const standIn = BigInt(dlsym(libm, 'fegetround') as number | bigint);
+if (standIn === 0n) throw new Error('fegetround not found in libm.so.6');
+
+/** Zeroed native memory that lives as long as this process (kept in `keep`). */
+const keep: Buffer[] = [];
+function nativeBlock(size: number): { address: bigint; view: DataView } {
+  const buffer = Buffer.alloc(size + 64);
+  keep.push(buffer);
+  return { address: koffi.address(buffer), view: new DataView(buffer.buffer, buffer.byteOffset, buffer.byteLength) };
+}
+
+// A fake struct ibv_context whose data-path ops all point at the stand-in.
+const context = nativeBlock(ibv_context.size);
+const opsBase = koffi.offsetof(ibv_context, 'ops');
+for (const slot of ['post_send', 'post_recv', 'post_srq_recv', 'poll_cq', 'req_notify_cq']) {
+  context.view.setBigUint64(opsBase + koffi.offsetof(ibv_context_ops, slot), standIn, true);
+}
+// A fake CQ (no completion channel) and QP on that context.
+const cq = nativeBlock(ibv_cq.size);
+cq.view.setBigUint64(koffi.offsetof(ibv_cq, 'context'), context.address, true);
+const qp = nativeBlock(ibv_qp.size);
+qp.view.setBigUint64(koffi.offsetof(ibv_qp, 'context'), context.address, true);
+qp.view.setBigUint64(koffi.offsetof(ibv_qp, 'send_cq'), cq.address, true);
+qp.view.setBigUint64(koffi.offsetof(ibv_qp, 'recv_cq'), cq.address, true);
+qp.view.setUint32(koffi.offsetof(ibv_qp, 'qp_num'), 42, true);
+qp.view.setInt32(koffi.offsetof(ibv_qp, 'qp_type'), 2, true);
+
+class StandIn extends Resource {
+  constructor() {
+    super('stand-in', 1n, undefined, { warnOnLeak: false });
+  }
+  protected release(): void {}
+}
+const owner = new StandIn();
+const caps = { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 64 };
+const queuePair = new QueuePair(owner, qp.address, owner as unknown as ProtectionDomain, caps, () => {});
+const send = queuePair.prepareSend(Buffer.alloc(64), { inline: true, signaled: false });
+const completionQueue: CompletionQueue = queuePair.sendCq;
+const direct = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_fn(void *qp, void *wr, void *bad_wr)')) as
+  (a: bigint, b: bigint, c: bigint) => number;
+const directPoll = koffi.decode(standIn, koffi.proto('int rdmacm_bench_poll_fn(void *cq, int n, void *wc)')) as
+  (a: bigint, n: number, c: bigint) => number;
+const wcArea = nativeBlock(48 * 16).address;
+
+/** ns per call of `body`, the median of 7 rounds of `n` calls after a warm-up. */
+function measure(n: number, body: (n: number) => number): number {
+  body(n / 4);
+  const rounds: number[] = [];
+  for (let r = 0; r < 7; r++) {
+    const started = process.hrtime.bigint();
+    body(n);
+    rounds.push(Number(process.hrtime.bigint() - started) / n);
+  }
+  rounds.sort((a, b) => a - b);
+  return Math.round(rounds[3]! * 10) / 10;
+}
+
+const N = 1_000_000;
+let sink = 0;
+const figures = {
+  prepared_post_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) send.post();
+    return n;
+  }),
+  cq_poll_empty_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += completionQueue.poll(16);
+    return n;
+  }),
+  koffi_call_post_proto_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += direct(qp.address, context.address, cq.address);
+    return n;
+  }),
+  koffi_call_poll_proto_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += directPoll(cq.address, 16, wcArea);
+    return n;
+  }),
+  status_wrid_read_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += completionQueue.statusAt(i & 15) + completionQueue.wrIdAt(i & 15);
+    return n;
+  }),
+};
+if (sink !== 0) console.error('unexpected: the stand-in returned non-zero');
+// Per ping-pong half round trip, the JS side adds one send post, one receive
+// re-post and at least one poll that finds the completion (the extra empty
+// polls of a busy-wait only spin while the wire is busy anyway).
+const perHalfRoundTrip = figures.prepared_post_ns * 2 + figures.cq_poll_empty_ns + figures.status_wrid_read_ns;
+// Per streamed message: one post; 1 poll in 16 on the sender; on the receiver
+// one poll per up-to-16 completions and one re-post.
+const perMessage = figures.prepared_post_ns * 2 + figures.cq_poll_empty_ns / 8;
+const result = {
+  ...figures,
+  js_overhead_per_half_rtt_ns: Math.round(perHalfRoundTrip),
+  js_overhead_per_message_ns: Math.round(perMessage),
+  node: process.version,
+  koffi: (koffi as unknown as { version?: string }).version ?? 'unknown',
+};
+if (process.argv.includes('--json')) console.log(JSON.stringify(result));
+else for (const [key, value] of Object.entries(result)) console.log(`${key.padEnd(32)} ${value}`);
+owner.close();

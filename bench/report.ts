@@ -1,0 +1,184 @@
+// Turns bench/guest.sh's raw outputs into the comparison: medians over the
+// repetitions, TS/C ratios against the targets, a table on stdout,
+// bench/results/<stamp>.json + latest.json and a hand-written latest.svg.
+//
+//   node dist/bench/report.js RAW_DIR STAMP WHERE
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const [raw, stamp = new Date().toISOString(), where = 'unknown'] = process.argv.slice(2);
+if (!raw) {
+  console.error('usage: report RAW_DIR [STAMP] [WHERE]');
+  process.exit(1);
+}
+const results = join(raw, '..');
+const files = readdirSync(raw);
+const read = (name: string) => readFileSync(join(raw, name), 'utf8');
+
+const median = (values: number[]): number | null => {
+  const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (v.length === 0) return null;
+  return v.length % 2 ? v[(v.length - 1) / 2]! : (v[v.length / 2 - 1]! + v[v.length / 2]!) / 2;
+};
+
+/** perftest's result table: the header's column names (read from the output) mapped to the data row's numbers. */
+function perftest(text: string): Record<string, number> | undefined {
+  const lines = text.split('\n');
+  const at = lines.findIndex((line) => line.trim().startsWith('#bytes'));
+  if (at < 0) return undefined;
+  const names = lines[at]!.match(/#\w+|[\w.%]+(?: \w+)?\[[^\]]+\]/g) ?? [];
+  const values = (lines[at + 1] ?? '').trim().split(/\s+/).map(Number);
+  const row: Record<string, number> = {};
+  names.forEach((name, i) => (row[name] = values[i]!));
+  return row;
+}
+
+/** cmtime's step table: "step : total_ms max_ms min_us us/conn" → us per connection by step. */
+function cmtime(text: string): Record<string, number> {
+  const steps: Record<string, number> = {};
+  for (const line of text.split('\n')) {
+    const m = /^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy)\s*:\s*([\d.\s]+)$/.exec(line.trim());
+    if (m) steps[m[1]!.replace(/ /g, '_')] = Number(m[2]!.trim().split(/\s+/).pop());
+  }
+  return steps;
+}
+
+function collect<T>(pattern: RegExp, parse: (text: string) => T | undefined): T[] {
+  const out: T[] = [];
+  for (const name of files.filter((f) => pattern.test(f)).sort()) {
+    try {
+      const value = parse(read(name));
+      if (value !== undefined) out.push(value);
+    } catch {
+      // a failed run leaves an empty or partial file: it simply does not count
+    }
+  }
+  return out;
+}
+const json = (text: string) => (text.trim() ? (JSON.parse(text.trim().split('\n').pop()!) as Record<string, number>) : undefined);
+
+const tsLat = (size: number) => collect(new RegExp(`^ts-lat-${size}-r\\d+\\.json$`), json);
+const cLat = (size: number) => collect(new RegExp(`^c-lat-${size}-r\\d+\\.txt$`), perftest);
+const tsBw = (size: number) => collect(new RegExp(`^ts-bw-${size}-r\\d+\\.json$`), json);
+const cBw = (size: number) => collect(new RegExp(`^c-bw-${size}-r\\d+\\.txt$`), perftest);
+const pick = (rows: Record<string, number>[], key: string) => median(rows.map((r) => r[key]!));
+
+interface Row {
+  figure: string;
+  unit: string;
+  ts: number | null;
+  c: number | null;
+  ratio: number | null;
+  target: string;
+  met: boolean | null;
+  runs: string;
+}
+const rows: Row[] = [];
+function row(figure: string, unit: string, ts: number | null, c: number | null, target: string, check: ((ratio: number, ts: number) => boolean) | null, runs: string): void {
+  const ratio = ts !== null && c !== null && c !== 0 ? ts / c : null;
+  const met = check === null ? null : ratio !== null ? check(ratio, ts!) : ts !== null && c === null && target.startsWith('none') ? check(0, ts) : null;
+  rows.push({ figure, unit, ts, c, ratio, target, met, runs });
+}
+
+const raw_: Record<string, unknown> = {};
+for (const size of [2, 4096]) {
+  const t = tsLat(size);
+  const c = cLat(size);
+  raw_[`lat_${size}`] = { ts: t, c };
+  const runs = `${t.length} TS, ${c.length} C`;
+  row(`lat p50 ${size} B (C: t_typical)`, 'µs', pick(t, 'p50_us'), pick(c, 't_typical[usec]'), '≤ 1.15×', (r) => r <= 1.15, runs);
+  row(`lat p99 ${size} B`, 'µs', pick(t, 'p99_us'), pick(c, '99% percentile[usec]'), '≤ 2×', (r) => r <= 2, runs);
+  row(`lat min ${size} B`, 'µs', pick(t, 'min_us'), pick(c, 't_min[usec]'), '—', null, runs);
+  row(`lat p99.9 ${size} B`, 'µs', pick(t, 'p999_us'), pick(c, '99.9% percentile[usec]'), '—', null, runs);
+}
+for (const size of [64, 65536]) {
+  const t = tsBw(size);
+  const c = cBw(size);
+  raw_[`bw_${size}`] = { ts: t, c };
+  const runs = `${t.length} TS, ${c.length} C`;
+  row(`send bw ${size} B`, 'MB/s', pick(t, 'mb_per_s'), pick(c, 'BW average[MB/sec]'), size === 65536 ? '≥ 0.95×' : '—', size === 65536 ? (r) => r >= 0.95 : null, runs);
+  row(`msg rate ${size} B`, 'Mpps', pick(t, 'msg_rate_mpps'), pick(c, 'MsgRate[Mpps]'), size === 64 ? '≥ 0.7×' : '—', size === 64 ? (r) => r >= 0.7 : null, runs);
+}
+const writeBw = collect(/^c-wbw-65536-r\d+\.txt$/, perftest);
+raw_.write_bw_65536 = writeBw;
+row('ib_write_bw 65536 B (C only, reference)', 'MB/s', null, pick(writeBw, 'BW average[MB/sec]'), '—', null, `${writeBw.length} C`);
+
+const tsConn = collect(/^ts-conn-r\d+\.json$/, (text) => json(text) as unknown as { us_per_conn: Record<string, number>; resolve_route_connect_us_per_conn: number } | undefined);
+const cConn = collect(/^c-cmtime-r\d+\.txt$/, (text) => {
+  const steps = cmtime(text);
+  return Object.keys(steps).length ? steps : undefined;
+});
+raw_.connection_setup = { ts: tsConn, c: cConn };
+const connRuns = `${tsConn.length} TS, ${cConn.length} C`;
+row('connect, µs per connection (100)', 'µs', median(tsConn.map((t) => t.us_per_conn.connect!)), median(cConn.map((c) => c.connect!)), '≤ 1.2×', (r) => r <= 1.2, connRuns);
+row('resolve addr+route+connect per conn', 'µs', median(tsConn.map((t) => t.resolve_route_connect_us_per_conn)),
+  median(cConn.map((c) => c.resolve_addr! + c.resolve_route! + c.connect!)), '—', null, connRuns);
+row('create qp per conn', 'µs', median(tsConn.map((t) => t.us_per_conn.create_qp!)), median(cConn.map((c) => c.create_qp!)), '—', null, connRuns);
+
+const heap = existsSync(join(raw, 'heap.json')) ? json(read('heap.json')) : undefined;
+raw_.heap = heap;
+// "None": what a loop that allocates nothing leaves after gc(); 4 KiB allows for the heap's own bookkeeping.
+row('JS heap growth, 1e5 post/poll cycles', 'B', heap?.heap_growth_bytes ?? null, null, 'none (≤ 4 KiB)', (_r, ts) => ts <= 4096, heap ? '1 TS' : '0');
+
+const overhead = existsSync(join(raw, 'overhead.json')) ? json(read('overhead.json')) : undefined;
+raw_.overhead = overhead;
+if (overhead) {
+  row('host: ns per prepared post (JS+FFI)', 'ns', overhead.prepared_post_ns!, null, 'estimate', null, 'host');
+  row('host: ns per cq.poll() (JS+FFI)', 'ns', overhead.cq_poll_empty_ns!, null, 'estimate', null, 'host');
+  row('host: JS overhead per half round trip', 'ns', overhead.js_overhead_per_half_rtt_ns!, null, 'estimate', null, 'host');
+  row('host: JS overhead per streamed message', 'ns', overhead.js_overhead_per_message_ns!, null, 'estimate', null, 'host');
+}
+
+// ---------------------------------------------------------------- output
+const fmt = (v: number | null, unit = '') => (v === null ? '—' : unit === 'Mpps' ? v.toFixed(4) : Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(2));
+const header = ['figure', 'unit', 'TS', 'C', 'TS/C', 'target', 'met', 'runs'];
+const body = rows.map((r) => [r.figure, r.unit, fmt(r.ts, r.unit), fmt(r.c, r.unit), r.ratio === null ? '—' : `${r.ratio.toFixed(2)}×`, r.target,
+  r.met === null ? '' : r.met ? 'met' : 'MISSED', r.runs]);
+const widths = header.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
+const line = (cells: string[]) => '| ' + cells.map((c, i) => (i >= 2 && i <= 4 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ') + ' |';
+const table = [line(header), '|' + widths.map((w, i) => (i >= 2 && i <= 4 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|', ...body.map(line)].join('\n');
+console.log(`rdmacm bench, ${stamp}, ${where} (medians; 2-core host shared with other VMs: noisy)\n`);
+console.log(table);
+const missed = rows.filter((r) => r.met === false).map((r) => r.figure);
+const unknown = rows.filter((r) => r.met === null && r.target !== '—' && r.target !== 'estimate').map((r) => r.figure);
+console.log(`\ntargets: ${rows.filter((r) => r.met === true).length} met, ${missed.length} missed${missed.length ? ` (${missed.join('; ')})` : ''}` +
+  `${unknown.length ? `, ${unknown.length} not measured (${unknown.join('; ')})` : ''}`);
+
+const document = { stamp, where, node: process.version, rows, raw: raw_ };
+writeFileSync(join(results, `${stamp}.json`), JSON.stringify(document, null, 2) + '\n');
+writeFileSync(join(results, 'latest.json'), JSON.stringify(document, null, 2) + '\n');
+writeFileSync(join(results, 'latest.svg'), svg());
+writeFileSync(join(results, `${stamp}.svg`), svg());
+writeFileSync(join(results, 'latest-table.md'), table + '\n');
+
+/** Paired horizontal bars, TS above C, each pair scaled to its larger value. */
+function svg(): string {
+  const pairs = rows.filter((r) => (r.figure.startsWith('lat p50') || r.figure.startsWith('lat p99 ') || r.figure.startsWith('lat min') ||
+    r.figure.startsWith('send bw') || r.figure.startsWith('msg rate 64 ')) && (r.ts !== null || r.c !== null));
+  const W = 760, left = 250, barMax = 400, rowH = 44, top = 50;
+  const H = top + pairs.length * rowH + 40;
+  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="#fff"/>`,
+    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold">rdmacm (TS) vs perftest (C): latency percentiles and bandwidth by message size</text>`,
+    `<text x="${W / 2}" y="38" text-anchor="middle" fill="#555">${esc(`${where}, ${stamp}; medians; latency: lower is better, bandwidth: higher is better`)}</text>`,
+  ];
+  pairs.forEach((r, i) => {
+    const y = top + i * rowH;
+    const max = Math.max(r.ts ?? 0, r.c ?? 0) || 1;
+    parts.push(`<text x="${left - 8}" y="${y + 20}" text-anchor="end">${esc(`${r.figure.replace(' (C: t_typical)', '')} (${r.unit})`)}</text>`);
+    [['TS', r.ts, '#3b6fb6'], ['C', r.c, '#d9822b']].forEach(([name, value, color], k) => {
+      const v = value as number | null;
+      const w = v === null ? 0 : Math.max(1, (v / max) * barMax);
+      const by = y + 4 + k * 17;
+      parts.push(`<rect x="${left}" y="${by}" width="${w.toFixed(1)}" height="14" fill="${color}"/>`);
+      parts.push(`<text x="${left + w + 5}" y="${by + 11}">${name} ${v === null ? 'n/a' : fmt(v, r.unit)}</text>`);
+    });
+    if (r.ratio !== null) parts.push(`<text x="${W - 10}" y="${y + 20}" text-anchor="end" fill="${r.met === false ? '#b00' : '#333'}">${r.ratio.toFixed(2)}×</text>`);
+  });
+  parts.push(`<rect x="${left}" y="${H - 26}" width="12" height="12" fill="#3b6fb6"/><text x="${left + 16}" y="${H - 16}">rdmacm bench (TypeScript)</text>`);
+  parts.push(`<rect x="${left + 200}" y="${H - 26}" width="12" height="12" fill="#d9822b"/><text x="${left + 216}" y="${H - 16}">ib_send_lat / ib_send_bw (C)</text>`);
+  parts.push('</svg>');
+  return parts.join('\n') + '\n';
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# npm run bench: the binding against rdma-core's C tools on one soft-RoCE
+# device, then the report (bench/results/latest.{json,svg} and a table).
+#
+#   bash bench/run.sh            # on this host's RDMA device, else in the VM
+#   BENCH_VM=1 bash bench/run.sh # always in the VM
+#
+# Knobs (see bench/guest.sh): BENCH_REPS, BENCH_LAT_ITERS, BENCH_BW64_ITERS,
+# BENCH_BW64K_ITERS, BENCH_CONNS; RDMACM_VM_TIMEOUT (default 1800 s).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+[ -d node_modules/koffi ] || npm ci --no-audit --no-fund
+npm run --silent build
+npx --no-install tsc -p bench/tsconfig.json
+
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+raw=bench/results/raw-$stamp
+mkdir -p "$raw"
+
+# A snapshot of the build: dist/ is shared with whoever rebuilds next, and the
+# guest reads this folder live. Module resolution still finds ./node_modules.
+mkdir -p "$raw/app"
+cp -r bin dist package.json "$raw/app/"
+app=$raw/app
+
+echo "bench: the JS side of post/poll on this host (no device needed)" >&2
+node "$app/dist/bench/overhead.js" --json > "$raw/overhead.json"
+
+host_has_device() {
+  [ -n "${RDMACM_TEST_DEVICE:-}" ] || { [ -d /sys/class/infiniband ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; }
+}
+pass=()
+for name in $(compgen -e | grep '^BENCH_' | grep -v '^BENCH_APP$' || true); do pass+=(-e "$name"); done
+if [ "${BENCH_VM:-0}" != 1 ] && host_has_device; then
+  echo "bench: on this host's RDMA device" >&2
+  where="host device"
+  BENCH_APP=$app bash bench/guest.sh "$raw"
+else
+  echo "bench: no RDMA device here; running in a soft-RoCE VM (scripts/rxe-vm.sh)" >&2
+  where="qemu/TCG guest, rxe on veth"
+  bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1800}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/guest.sh "$raw"
+fi
+node "$app/dist/bench/report.js" "$raw" "$stamp" "$where"

@@ -1,0 +1,76 @@
+// `rdmacm bench` end to end on the test device: a server and a client, each
+// `node bin/rdmacm bench … --json`, must agree and print sane figures. Speed
+// is never asserted here (the guest is emulated and shared); docs/performance.md
+// and `npm run bench` are where the numbers live.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { packageRoot } from '../../src/cli/package-info.js';
+import { deviceAddress, freshPort } from '../support/device.js';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function rdmacm(args: string[], timeoutMs: number): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/rdmacm', ...args], { cwd: packageRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs a server, then a client against it; returns both parsed JSON objects. */
+async function pair(args: string[]): Promise<{ server: Record<string, unknown>; client: Record<string, unknown> }> {
+  const port = String(freshPort());
+  const server = rdmacm(['bench', ...args, '-p', port, '--json'], 240_000);
+  // The client retries while the server is still starting (node is slow to start in the guest).
+  const client = await rdmacm(['bench', ...args, '-p', port, '--json', deviceAddress()], 240_000);
+  const served = await server;
+  assert.equal(client.code, 0, `client: ${client.stderr}`);
+  assert.equal(served.code, 0, `server: ${served.stderr}`);
+  const parse = (run: Run, who: string) => {
+    const lines = run.stdout.trim().split('\n');
+    assert.equal(lines.length, 1, `${who} printed exactly one line: ${run.stdout}`);
+    return JSON.parse(lines[0]!) as Record<string, unknown>;
+  };
+  return { server: parse(served, 'server'), client: parse(client, 'client') };
+}
+
+function assertFigures(result: Record<string, unknown>, keys: string[], size: number): void {
+  assert.deepEqual(Object.keys(result).sort(), [...keys].sort());
+  assert.equal(result.size, size);
+  for (const key of keys) {
+    const value = result[key];
+    assert.equal(typeof value, 'number', key);
+    assert.ok(Number.isFinite(value) && (value as number) > 0, `${key} = ${String(value)} is positive and finite`);
+  }
+}
+
+test('bench lat -n 200 --json: server and client agree and report latency figures', { timeout: 300_000 }, async () => {
+  const { server, client } = await pair(['lat', '-n', '200']);
+  const keys = ['size', 'iters', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'p999_us', 'max_us'];
+  assertFigures(client, keys, 2);
+  assertFigures(server, keys, 2);
+  assert.equal(client.iters, 200);
+  assert.ok((client.min_us as number) <= (client.p50_us as number) && (client.p50_us as number) <= (client.max_us as number));
+});
+
+test('bench bw -n 500 -s 4096 --json: server and client agree and report bandwidth figures', { timeout: 300_000 }, async () => {
+  const { server, client } = await pair(['bw', '-n', '500', '-s', '4096']);
+  const keys = ['size', 'iters', 'mb_per_s', 'msg_rate_mpps'];
+  assertFigures(client, keys, 4096);
+  assertFigures(server, keys, 4096);
+  assert.equal(client.iters, 500);
+  assert.equal(server.iters, 500);
+});
