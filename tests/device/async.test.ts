@@ -5,9 +5,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent } from '../../src/index.js';
+import {
+  createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent, type MemoryRegion, type PreparedRecv,
+} from '../../src/index.js';
 import { FdWatcher } from '../../src/api/fd-watcher.js';
 import { deviceAddress, freshPort } from '../support/device.js';
+import { connectPair } from '../support/pair.js';
 
 const MESSAGE = 64;
 
@@ -21,25 +24,20 @@ async function dial(channel: EventChannel, address: string, port: number, contex
 }
 
 test('async ping-pong: 200 round trips, contents checked', { timeout: 120_000 }, async () => {
-  const address = deviceAddress();
-  const port = freshPort();
-  using serverChannel = new EventChannel();
-  using clientChannel = new EventChannel();
-  using listener = createId(serverChannel);
-  listener.bindAddr({ address, port });
-  listener.listen();
-  using client = await dial(clientChannel, address, port);
-  const request = listener.nextRequest();
-  const connected = client.connect();
-  using server = await request;
-  server.createQp({ sendWr: 4, recvWr: 4, inlineData: MESSAGE });
-  const serverInbox = server.regMsgs(Buffer.alloc(MESSAGE));
-  const clientInbox = client.regMsgs(Buffer.alloc(MESSAGE));
-  const serverRecv = server.queuePair.prepareRecv(serverInbox);
-  const clientRecv = client.queuePair.prepareRecv(clientInbox);
-  serverRecv.post();
-  clientRecv.post();
-  await Promise.all([connected, server.accept()]);
+  // Each side's receive is prepared once and posted before the connection exists.
+  const receives = new Map<CmId, { inbox: MemoryRegion; recv: PreparedRecv }>();
+  const pair = await connectPair({
+    qp: { sendWr: 4, recvWr: 4, inlineData: MESSAGE },
+    beforeConnect: (id) => {
+      const inbox = id.regMsgs(Buffer.alloc(MESSAGE));
+      const recv = id.queuePair.prepareRecv(inbox);
+      recv.post();
+      receives.set(id, { inbox, recv });
+    },
+  });
+  const { client, server } = pair;
+  const { inbox: serverInbox, recv: serverRecv } = receives.get(server)!;
+  const { inbox: clientInbox, recv: clientRecv } = receives.get(client)!;
 
   const ping = Buffer.alloc(MESSAGE);
   const pong = Buffer.alloc(MESSAGE);
@@ -58,27 +56,19 @@ test('async ping-pong: 200 round trips, contents checked', { timeout: 120_000 },
     clientRecv.post();
     await Promise.all([client.queuePair.nextSendCompletion(), server.queuePair.nextSendCompletion()]);
   }
-  const disconnected = server.disconnect();
-  await client.disconnect();
-  await disconnected;
+  await pair.hangUp();
 });
 
 test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }, async () => {
-  const address = deviceAddress();
-  const port = freshPort();
-  using serverChannel = new EventChannel();
-  using clientChannel = new EventChannel();
-  using listener = createId(serverChannel);
-  listener.bindAddr({ address, port });
-  listener.listen();
-  using client = await dial(clientChannel, address, port);
-  const request = listener.nextRequest();
-  const connected = client.connect();
-  using server = await request;
-  server.createQp({ sendWr: 8, recvWr: 8 });
-  const inbox = server.regMsgs(Buffer.alloc(MESSAGE * 8));
-  for (let i = 0; i < 8; i++) server.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE, context: i });
-  await Promise.all([connected, server.accept()]);
+  let inbox!: MemoryRegion;
+  const pair = await connectPair({
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(MESSAGE * 8));
+      for (let i = 0; i < 8; i++) id.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE, context: i });
+    },
+  });
+  const { client, server } = pair;
 
   server.queuePair.recvCq.mode = 'busy-poll';
   const payload = Buffer.alloc(MESSAGE);
@@ -95,9 +85,7 @@ test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }
   }
   assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6, 7]);
   assert.equal((await client.queuePair.nextSendCompletion()).status, 'SUCCESS', 'only the last send was signaled');
-  const disconnected = server.disconnect();
-  await client.disconnect();
-  await disconnected;
+  await pair.hangUp();
 });
 
 test('one thread serves 200 concurrent RC connections, then shuts down in order', { timeout: 600_000 }, async () => {
@@ -175,19 +163,9 @@ test('resolving an address nobody answers times out with a typed error', { timeo
 });
 
 test('a peer disconnects and the survivor gets DISCONNECTED', { timeout: 60_000 }, async () => {
-  const address = deviceAddress();
-  const port = freshPort();
-  using serverChannel = new EventChannel();
-  using clientChannel = new EventChannel();
-  using listener = createId(serverChannel);
-  listener.bindAddr({ address, port });
-  listener.listen();
-  using client = await dial(clientChannel, address, port);
-  const request = listener.nextRequest();
-  const connected = client.connect();
-  using server = await request;
-  server.createQp();
-  await Promise.all([connected, server.accept()]);
+  const pair = await connectPair();
+  const { client, server } = pair;
+  const clientChannel = client.channel!;
 
   const events = clientChannel[Symbol.asyncIterator]();
   const serverDone = server.disconnect();
@@ -200,6 +178,7 @@ test('a peer disconnects and the survivor gets DISCONNECTED', { timeout: 60_000 
   // The survivor answers; only then does the initiator see its own DISCONNECTED.
   await client.disconnect();
   await serverDone;
+  pair.close();
 });
 
 test('an abort mid-connect leaves nothing behind', { timeout: 60_000 }, async () => {

@@ -4,38 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createId, EventChannel, ConnectionError, type CmId } from '../../src/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
-
-/** A listening server and a connected client, with queue pairs, torn down by the returned close. */
-async function connectedPair(options: { serverPrivateData?: Buffer; clientPrivateData?: Buffer } = {}) {
-  const address = deviceAddress();
-  const port = freshPort();
-  const serverChannel = new EventChannel();
-  const clientChannel = new EventChannel();
-  const listener = createId(serverChannel, { portSpace: 'TCP' });
-  listener.bindAddr({ address, port });
-  listener.listen(8);
-
-  const client = createId(clientChannel);
-  await client.resolveAddr({ address, port }, { timeoutMs: 2000 });
-  await client.resolveRoute({ timeoutMs: 2000 });
-  client.createQp({ sendWr: 8, recvWr: 8, inlineData: 64 });
-
-  const requested = listener.nextRequest({ timeoutMs: 10_000 });
-  const connected = client.connect({ privateData: options.clientPrivateData }, { timeoutMs: 10_000 });
-  const server = await requested;
-  server.createQp({ sendWr: 8, recvWr: 8, inlineData: 64 });
-  const accepted = server.accept({ privateData: options.serverPrivateData });
-  const [established] = await Promise.all([connected, accepted]);
-  return {
-    address, port, listener, server, client, established,
-    close() {
-      for (const resource of [client, server, listener, clientChannel, serverChannel]) resource.close();
-    },
-  };
-}
+import { connectPair } from '../support/pair.js';
 
 test('connect, exchange private data, send and receive both ways, disconnect', { timeout: 60_000 }, async () => {
-  const pair = await connectedPair({ clientPrivateData: Buffer.from('hello from client'), serverPrivateData: Buffer.from('welcome') });
+  const pair = await connectPair({ clientParam: { privateData: Buffer.from('hello from client') }, serverParam: { privateData: Buffer.from('welcome') } });
   try {
     const { client, server } = pair;
     // RC private data arrives at the transport's full size (56 on connect, 196 on accept), zero-padded.

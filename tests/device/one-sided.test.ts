@@ -5,47 +5,30 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import {
-  createId, decodeRemoteRegion, encodeRemoteRegion, EventChannel, RdmaArgumentError, WorkCompletionError,
-  type AccessName, type CmId, type MemoryRegion,
+  decodeRemoteRegion, encodeRemoteRegion, RdmaArgumentError, WorkCompletionError, type AccessName, type MemoryRegion,
 } from '../../src/index.js';
-import { deviceAddress, freshPort } from '../support/device.js';
+import { connectPair } from '../support/pair.js';
 
 const MAX = 1 << 20;
 
 /** A connection whose server exposes `size` bytes with `access`, and whose client learned the descriptor by a send. */
 async function exposedPair(size: number, access: AccessName[]) {
-  const address = deviceAddress();
-  const port = freshPort();
-  const channels = [new EventChannel(), new EventChannel()];
-  const listener = createId(channels[0]!);
-  listener.bindAddr({ address, port });
-  listener.listen();
-  const client = createId(channels[1]!);
-  await client.resolveAddr({ address, port });
-  await client.resolveRoute();
-  client.createQp({ sendWr: 8, recvWr: 8 });
-  const request = listener.nextRequest();
-  const connected = client.connect();
-  const server: CmId = await request;
-  server.createQp({ sendWr: 8, recvWr: 8 });
-  const descriptorInbox = client.regMsgs(Buffer.alloc(16));
-  client.postRecv(descriptorInbox);
-  await Promise.all([connected, server.accept()]);
-
+  let descriptorInbox!: MemoryRegion;
+  const pair = await connectPair({
+    qp: { sendWr: 8, recvWr: 8 },
+    beforeConnect: (id, side) => {
+      if (side !== 'client') return;
+      descriptorInbox = id.regMsgs(Buffer.alloc(16));
+      id.postRecv(descriptorInbox);
+    },
+  });
+  const { client, server } = pair;
   const exposed = server.pd.allocate(size, access);
   server.postSend(server.regMsgs(encodeRemoteRegion(exposed.remote)));
   await client.queuePair.nextRecvCompletion();
   await server.queuePair.nextSendCompletion();
   const remote = decodeRemoteRegion(descriptorInbox.buffer);
-  return {
-    client, server, exposed, remote,
-    async close() {
-      const disconnected = server.disconnect().catch(() => undefined);
-      await client.disconnect().catch(() => undefined);
-      await disconnected;
-      for (const resource of [client, server, listener, ...channels]) resource.close();
-    },
-  };
+  return { client, server, exposed, remote, close: () => pair.hangUp() };
 }
 
 test('RDMA write then read: random payloads from 1 B to 1 MiB, byte for byte', { timeout: 180_000 }, async () => {

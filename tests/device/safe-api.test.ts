@@ -5,6 +5,7 @@ import {
   createId, getAddrInfo, ConnectionError, EventChannel, RdmaError, WorkCompletionError, type CmId,
 } from '../../src/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
+import { connectPair } from '../support/pair.js';
 
 /** Fails instead of hanging when a completion never comes. */
 function withTimeout<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
@@ -15,26 +16,7 @@ function withTimeout<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Server and client ids on their own channels, connected, with QPs; closed by the returned function. */
-async function connect(options: { serverQp?: boolean } = {}) {
-  const address = deviceAddress();
-  const port = freshPort();
-  const channels = [new EventChannel(), new EventChannel()] as const;
-  const listener = createId(channels[0]);
-  listener.bindAddr({ address, port });
-  listener.listen();
-  const client = createId(channels[1]);
-  await client.resolveAddr({ address, port });
-  await client.resolveRoute();
-  client.createQp({ sendWr: 4, recvWr: 4 });
-  const request = listener.nextRequest({ timeoutMs: 10_000 });
-  const connected = client.connect();
-  const server = await request;
-  if (options.serverQp !== false) server.createQp({ sendWr: 4, recvWr: 4 });
-  await Promise.all([connected, server.accept()]);
-  const close = () => [client, server, listener, ...channels].forEach((r) => r.close());
-  return { address, port, listener, client, server, close };
-}
+const connect = () => connectPair({ qp: { sendWr: 4, recvWr: 4 } });
 
 test('getAddrInfo decodes entries and frees them once', () => {
   const address = deviceAddress();
