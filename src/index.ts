@@ -21,6 +21,7 @@ export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
 export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
+export { SharedReceiveQueue } from './api/shared-receive-queue.js';
 export { CompletionQueue, type CompletionMode } from './api/completion-queue.js';
 export { PreparedSend, PreparedRecv, type SendOptions, type RecvOptions } from './api/work-request.js';
 export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';

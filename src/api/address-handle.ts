@@ -8,8 +8,10 @@ import type { Pointer } from '../ffi/library.js';
 import { ibv_ah_attr, type IbvAhAttr } from '../structs/verbs-resources.js';
 import { ibv_grh } from '../structs/verbs-work.js';
 import { Resource } from './resource.js';
+import { assertInternal, type Internal } from './internal.js';
 import { encodeWorkCompletion, type WorkCompletion } from './work-completion.js';
-import { argumentError } from './validate.js';
+import { z } from 'zod';
+import { argumentError, bytes, parseArgument } from './validate.js';
 import { formatIPv6 } from './socket-address.js';
 
 /** The 40-byte global route header at the start of every UD receive buffer. */
@@ -23,7 +25,8 @@ export class AddressHandle extends Resource {
   }
 
   /** ibv_create_ah from an ah_attr (e.g. `established.ud.ahAttr`). */
-  static create(pd: Resource, pdHandle: Pointer, attr: IbvAhAttr): AddressHandle {
+  static create(key: Internal, pd: Resource, pdHandle: Pointer, attr: IbvAhAttr): AddressHandle {
+    assertInternal(key, 'AddressHandle.create', 'use pd.createAh() or id.addressHandleTo()');
     const encoded = Buffer.alloc(ibv_ah_attr.size);
     koffi.encode(encoded, ibv_ah_attr, attr);
     return new AddressHandle(checkPointer('ibv_create_ah', libibverbs.ibv_create_ah(pdHandle, encoded)), pd);
@@ -33,7 +36,10 @@ export class AddressHandle extends Resource {
    * An address handle back to the sender of a UD receive (ibv_init_ah_from_wc +
    * ibv_create_ah): `receive` is the receive buffer, which starts with the GRH.
    */
-  static fromCompletion(pd: Resource, pdHandle: Pointer, context: Pointer, portNum: number, completion: WorkCompletion, receive: Uint8Array): AddressHandle {
+  static fromCompletion(
+    key: Internal, pd: Resource, pdHandle: Pointer, context: Pointer, portNum: number, completion: WorkCompletion, receive: Uint8Array,
+  ): AddressHandle {
+    assertInternal(key, 'AddressHandle.fromCompletion', 'use id.addressHandleFrom()');
     if (receive.byteLength < GRH_SIZE) throw argumentError('AddressHandle.fromCompletion', 'receive', `needs the ${GRH_SIZE}-byte GRH`);
     const attr = Buffer.alloc(ibv_ah_attr.size);
     const grh = Buffer.from(receive.subarray(0, GRH_SIZE));
@@ -64,6 +70,8 @@ const IPV4_HEADER_AT = GRH_SIZE - 20;
 
 /** Strips the 40-byte GRH from a UD receive of `byteLen` bytes (which counts the GRH) in `receive`. */
 export function decodeUdMessage(receive: Uint8Array, byteLen: number): UdMessage {
+  parseArgument('decodeUdMessage', 'receive', bytes, receive);
+  parseArgument('decodeUdMessage', 'byteLen', z.number().int().min(0), byteLen);
   if (byteLen < GRH_SIZE || byteLen > receive.byteLength) {
     throw argumentError('decodeUdMessage', 'byteLen', `a UD receive is the ${GRH_SIZE}-byte GRH plus the payload, within the buffer (got ${byteLen} of ${receive.byteLength})`);
   }

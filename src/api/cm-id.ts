@@ -10,7 +10,9 @@ import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkRdma, checkVerbs } from '../ffi/errors.js';
 import type { Pointer } from '../ffi/library.js';
 import { rdma_addr, rdma_cm_event, rdma_cm_id, rdma_route } from '../structs/rdma-cma.js';
-import { ibv_qp, ibv_qp_attr, ibv_qp_init_attr, type IbvQpCap, type IbvQpInitAttr } from '../structs/verbs-resources.js';
+import {
+  ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvQpInitAttr, type IbvSrqInitAttr,
+} from '../structs/verbs-resources.js';
 import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
 import { DeviceContext } from './device-context.js';
@@ -21,7 +23,9 @@ import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { AddressHandle } from './address-handle.js';
 import { QueuePair } from './queue-pair.js';
+import { SharedReceiveQueue } from './shared-receive-queue.js';
 import { Resource } from './resource.js';
+import { assertInternal, internal, type Internal } from './internal.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
 import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs } from './validate.js';
 import type { RecvOptions, SendOptions } from './work-request.js';
@@ -37,6 +41,7 @@ const ID = {
   event: koffi.offsetof(rdma_cm_id, 'event'),
   qpType: koffi.offsetof(rdma_cm_id, 'qp_type'),
   portNum: koffi.offsetof(rdma_cm_id, 'port_num'),
+  srq: koffi.offsetof(rdma_cm_id, 'srq'),
   src: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'src_storage'),
   dst: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'dst_storage'),
 };
@@ -57,6 +62,13 @@ export type WaitOptions = z.input<typeof waitSchema>;
 
 const resolveSchema = waitSchema.extend({ source: endpointSchema.optional() });
 export type ResolveAddrOptions = z.input<typeof resolveSchema>;
+
+/** rdma_create_srq's attributes. */
+const srqAttrSchema = z.strictObject({
+  maxWr: count.default(64),
+  maxSge: count.default(1),
+  srqLimit: z.number().int().min(0).max(0xffffffff).default(0),
+});
 
 /** rdma_create_qp's attributes; the defaults suit a simple RC ping-pong. */
 export const qpAttrSchema = z.strictObject({
@@ -103,6 +115,7 @@ export class CmId extends Resource implements EventTarget {
   readonly portSpace: PortSpaceName;
   #channel: EventChannel | null;
   #queuePair: QueuePair | undefined;
+  #sharedReceiveQueue: SharedReceiveQueue | undefined;
   #protectionDomain: ProtectionDomain | undefined;
   #device: DeviceContext | undefined;
   /** Set for ids made by rdma_create_ep (and their requests): destroyed with rdma_destroy_ep. */
@@ -116,6 +129,7 @@ export class CmId extends Resource implements EventTarget {
 
   /** @internal Use createId(), createEndpoint() or a listener's getRequest()/nextRequest(). */
   constructor(
+    key: Internal,
     handle: Pointer,
     channel: EventChannel | null,
     options: {
@@ -129,6 +143,7 @@ export class CmId extends Resource implements EventTarget {
       granted?: IbvQpCap | undefined;
     },
   ) {
+    assertInternal(key, 'new CmId', 'use createId(), createEndpoint() or a listener\'s getRequest()/nextRequest()');
     super('connection id', handle, channel ?? undefined);
     this.#channel = channel;
     this.context = options.context;
@@ -166,7 +181,7 @@ export class CmId extends Resource implements EventTarget {
     this.ensureOpen('device');
     const verbs = readPointer(this.handle, ID.verbs);
     if (verbs === 0n) return undefined;
-    if (!this.#device || this.#device.unsafeHandle !== verbs) this.#device = DeviceContext.borrow(verbs);
+    if (!this.#device || this.#device.unsafeHandle !== verbs) this.#device = DeviceContext.borrow(internal, verbs);
     return this.#device;
   }
 
@@ -175,9 +190,12 @@ export class CmId extends Resource implements EventTarget {
     this.ensureOpen('pd');
     if (this.#protectionDomain) return this.#protectionDomain;
     const qp = readPointer(this.handle, ID.qp);
-    const pd = qp !== 0n ? readPointer(qp, koffi.offsetof(ibv_qp, 'pd')) : readPointer(this.handle, ID.pd);
+    const srq = readPointer(this.handle, ID.srq);
+    const pd = qp !== 0n ? readPointer(qp, koffi.offsetof(ibv_qp, 'pd'))
+      : srq !== 0n ? readPointer(srq, koffi.offsetof(ibv_srq, 'pd'))
+      : readPointer(this.handle, ID.pd);
     if (pd === 0n) throw argumentError('pd', 'id', 'this id has no protection domain yet: create its queue pair first');
-    this.#protectionDomain = ProtectionDomain.borrow(pd, this);
+    this.#protectionDomain = ProtectionDomain.borrow(internal, pd, this);
     return this.#protectionDomain;
   }
 
@@ -257,6 +275,33 @@ export class CmId extends Resource implements EventTarget {
     return this.#adoptQueuePair(pd, (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap);
   }
 
+  /**
+   * rdma_create_srq: a shared receive queue on this id; the QP created next on
+   * it takes its receives from there. Without `pd`, the id's default PD.
+   */
+  createSrq(attr: z.input<typeof srqAttrSchema> = {}, pd?: ProtectionDomain): SharedReceiveQueue {
+    const operation = 'rdma_create_srq';
+    this.ensureOpen(operation);
+    if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
+    if (this.#queuePair) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
+    const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
+    if (pd !== undefined && (!(pd instanceof ProtectionDomain) || pd.closed)) throw argumentError(operation, 'pd', 'expected an open ProtectionDomain');
+    const init = Buffer.alloc(ibv_srq_init_attr.size);
+    koffi.encode(init, ibv_srq_init_attr, { srq_context: null, attr: { max_wr: a.maxWr, max_sge: a.maxSge, srq_limit: a.srqLimit } });
+    checkRdma(operation, librdmacm.rdma_create_srq(this.handle, pd ? pd.unsafeHandle : null, init));
+    const granted = koffi.decode(init, ibv_srq_init_attr) as IbvSrqInitAttr;
+    const srq = readPointer(this.handle, ID.srq);
+    if (pd) this.#protectionDomain = pd;
+    const handle = this.handle;
+    this.#sharedReceiveQueue = new SharedReceiveQueue(internal, this, srq, pd ?? this.pd, granted.attr.max_wr, granted.attr.max_sge, () => librdmacm.rdma_destroy_srq(handle));
+    return this.#sharedReceiveQueue;
+  }
+
+  /** The shared receive queue, once created. */
+  get srq(): SharedReceiveQueue | undefined {
+    return this.#sharedReceiveQueue;
+  }
+
   /** rdma_destroy_qp (the QP's regions stay registered; they belong to the PD). */
   destroyQp(): void {
     this.ensureOpen('rdma_destroy_qp');
@@ -274,7 +319,7 @@ export class CmId extends Resource implements EventTarget {
       caps = (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap;
     }
     const handle = this.handle;
-    this.#queuePair = new QueuePair(this, qp, pd ?? this.pd, caps, () => librdmacm.rdma_destroy_qp(handle));
+    this.#queuePair = new QueuePair(internal, this, qp, pd ?? this.pd, caps, () => librdmacm.rdma_destroy_qp(handle));
     return this.#queuePair;
   }
 
@@ -312,7 +357,7 @@ export class CmId extends Resource implements EventTarget {
     const request = event === 0n ? undefined : copyCmEvent(event, this.udPortSpace).conn;
     // A request id is not the listener's child: it lives on after the listener closes.
     const pd = this.#protectionDomain?.owned ? this.#protectionDomain : undefined;
-    return new CmId(handle, null, { portSpace: this.portSpace, endpoint: this.#endpoint, request, pd });
+    return new CmId(internal, handle, null, { portSpace: this.portSpace, endpoint: this.#endpoint, request, pd });
   }
 
   /** The next connection request on an asynchronous listener, as a new id (accept() or reject() it). */
@@ -438,7 +483,7 @@ export class CmId extends Resource implements EventTarget {
     const verbs = readPointer(this.handle, ID.verbs);
     const portNum = koffi.decode(this.handle, ID.portNum, 'uint8_t') as number;
     const pd = this.pd;
-    return AddressHandle.fromCompletion(pd, pd.unsafeHandle, verbs, portNum, completion, receive);
+    return AddressHandle.fromCompletion(internal, pd, pd.unsafeHandle, verbs, portNum, completion, receive);
   }
 
   // Man-page conveniences over the queue pair and the PD (rdma_verbs.h).
@@ -600,7 +645,7 @@ export class CmId extends Resource implements EventTarget {
 
 // Connection requests arriving on a channel become ids of the listener's kind.
 EventChannel.adoptRequest = (channel, handle, listener, request) =>
-  new CmId(handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request });
+  new CmId(internal, handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request });
 
 function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema>, device: DeviceContext): void {
   const { maxQpWr, maxSge } = device.limits;
@@ -650,10 +695,11 @@ export function createId(channel: EventChannel | null, options: z.input<typeof c
   const o = parseArgument(operation, 'options', createIdSchema, options);
   const slot = Buffer.alloc(8);
   checkRdma(operation, librdmacm.rdma_create_id(channel ? channel.unsafeHandle : null, slot, null, PortSpace.values[o.portSpace]));
-  return new CmId(slot.readBigUInt64LE(0), channel, { context: o.context, portSpace: o.portSpace, endpoint: false });
+  return new CmId(internal, slot.readBigUInt64LE(0), channel, { context: o.context, portSpace: o.portSpace, endpoint: false });
 }
 
 /** rdma_event_str: the C name of an event type. */
 export function eventName(type: CmEventTypeName): string {
-  return librdmacm.rdma_event_str(CmEventType.values[type]) ?? type;
+  const name = parseArgument('rdma_event_str', 'type', z.enum(CmEventType.names as [CmEventTypeName, ...CmEventTypeName[]]), type);
+  return librdmacm.rdma_event_str(CmEventType.values[name]) ?? name;
 }

@@ -11,6 +11,8 @@ import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
 import type { Pointer } from '../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
+import { assertInternal, type Internal } from './internal.js';
+import { contextOf } from './work-request-ids.js';
 import { ResourceClosedError } from './errors.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from './fd-watcher.js';
 import { WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readStatus, readWrId, type WorkCompletion } from './work-completion.js';
@@ -42,9 +44,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   readonly #entriesAddress: Pointer;
   readonly #view: DataView;
   readonly #eventSlots = Buffer.alloc(16);
-  /** Contexts of posted work requests, by wr_id; `once` entries are dropped at completion. */
-  readonly #contexts = new Map<number, { context: unknown; once: boolean }>();
-  #nextWrId = 1;
   #unackedEvents = 0;
   #waiters: Waiter[] = [];
   #pumping = false;
@@ -65,21 +64,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /** Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp). */
-  static borrow(handle: Pointer, owner: Resource): CompletionQueue {
+  static borrow(key: Internal, handle: Pointer, owner: Resource): CompletionQueue {
+    assertInternal(key, 'CompletionQueue.borrow', 'use qp.sendCq / qp.recvCq');
     return new CompletionQueue(handle, owner);
-  }
-
-  /** Allocates a wr_id and remembers its context until its completion. */
-  trackWorkRequest(context: unknown, once: boolean): number {
-    const wrId = this.#nextWrId++;
-    if (this.#nextWrId > 0xffffffff) this.#nextWrId = 1;
-    if (context !== undefined) this.#contexts.set(wrId, { context, once });
-    return wrId;
-  }
-
-  /** Forgets a wr_id whose post failed. */
-  untrack(wrId: number): void {
-    this.#contexts.delete(wrId);
   }
 
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
@@ -106,10 +93,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** The i-th completion of the last poll(), decoded (with its context). */
   completionAt(index: number): WorkCompletion {
     const base = index * WC_SIZE;
-    const wrId = readWrId(this.#view, base);
-    const tracked = this.#contexts.get(wrId);
-    if (tracked?.once) this.#contexts.delete(wrId);
-    return decodeWorkCompletion(this.#view, base, tracked?.context);
+    return decodeWorkCompletion(this.#view, base, contextOf(readWrId(this.#view, base)));
   }
 
   /**

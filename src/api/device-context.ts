@@ -7,6 +7,8 @@ import { forgetContextOps } from '../ffi/inline-verbs.js';
 import type { Pointer } from '../ffi/library.js';
 import { ibv_device_attr, type IbvDeviceAttr } from '../structs/verbs-device.js';
 import { Resource } from './resource.js';
+import { cString, parseArgument } from './validate.js';
+import { assertInternal, internal, type Internal } from './internal.js';
 import { ProtectionDomain } from './protection-domain.js';
 
 /** The device limits the safe API validates against. */
@@ -18,8 +20,10 @@ export interface DeviceLimits {
   readonly maxMrSize: bigint;
 }
 
+/** Limits by ibv_context: a device's limits never change, and every id on it asks. */
+const limitsByContext = new Map<Pointer, DeviceLimits>();
+
 export class DeviceContext extends Resource {
-  #limits: DeviceLimits | undefined;
 
   private constructor(
     handle: Pointer,
@@ -30,12 +34,14 @@ export class DeviceContext extends Resource {
   }
 
   /** Wraps a context that librdmacm owns (rdma_cm_id->verbs). */
-  static borrow(handle: Pointer): DeviceContext {
+  static borrow(key: Internal, handle: Pointer): DeviceContext {
+    assertInternal(key, 'DeviceContext.borrow', 'use id.device or DeviceContext.open()');
     return new DeviceContext(handle, false);
   }
 
   /** Opens a device from ibv_get_device_list by name (default: the first). */
   static open(name?: string): DeviceContext {
+    parseArgument('DeviceContext.open', 'name', cString.optional(), name);
     const count = Buffer.alloc(4);
     const list = checkPointer('ibv_get_device_list', libibverbs.ibv_get_device_list(count));
     try {
@@ -61,30 +67,33 @@ export class DeviceContext extends Resource {
   /** ibv_query_device's limits, queried once. */
   get limits(): DeviceLimits {
     this.ensureOpen('limits');
-    if (!this.#limits) {
+    let limits = limitsByContext.get(this.handle);
+    if (!limits) {
       const attr = Buffer.alloc(ibv_device_attr.size);
       checkVerbs('ibv_query_device', libibverbs.ibv_query_device(this.handle, attr));
       const decoded = koffi.decode(attr, ibv_device_attr) as IbvDeviceAttr;
-      this.#limits = {
+      limits = {
         maxQpWr: decoded.max_qp_wr,
         maxSge: decoded.max_sge,
         maxCqe: decoded.max_cqe,
         maxQpRdAtom: decoded.max_qp_rd_atom,
         maxMrSize: BigInt(decoded.max_mr_size),
       };
+      limitsByContext.set(this.handle, limits);
     }
-    return this.#limits;
+    return limits;
   }
 
   /** Allocates a protection domain on this device (ibv_alloc_pd). */
   allocPd(): ProtectionDomain {
     this.ensureOpen('allocPd');
-    return ProtectionDomain.allocate(this, this.handle);
+    return ProtectionDomain.allocate(internal, this, this.handle);
   }
 
   protected release(): void {
     if (!this.owned) return;
     forgetContextOps(this.handle);
+    limitsByContext.delete(this.handle);
     checkVerbs('ibv_close_device', libibverbs.ibv_close_device(this.handle));
   }
 }

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { checkRdma } from '../ffi/errors.js';
 import { AddrInfo } from './addrinfo.js';
+import { internal } from './internal.js';
 import { CmId, encodeQpInitAttr, qpAttrSchema, type QpAttr } from './cm-id.js';
 import { PortSpace, type PortSpaceName } from './enums.js';
 import { ProtectionDomain } from './protection-domain.js';
@@ -62,7 +63,7 @@ export function createEndpoint(target: AddrInfo | EndpointTarget, options: Endpo
     const slot = Buffer.alloc(8);
     checkRdma(operation, librdmacm.rdma_create_ep(slot, info.unsafeHandle, o.pd ? o.pd.unsafeHandle : null, init));
     const granted = init ? (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap : undefined;
-    return new CmId(slot.readBigUInt64LE(0), null, { context: o.context, portSpace, endpoint: true, granted, pd: o.pd });
+    return new CmId(internal, slot.readBigUInt64LE(0), null, { context: o.context, portSpace, endpoint: true, granted, pd: o.pd });
   } finally {
     if (ownsInfo) info.close();
   }

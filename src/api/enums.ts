@@ -7,7 +7,8 @@ function namedValues<const T extends Record<string, number>>(values: T) {
   return {
     values,
     names: Object.keys(values) as (keyof T & string)[],
-    nameOf: (value: number): (keyof T & string) | `UNKNOWN(${number})` => names.get(value) ?? `UNKNOWN(${value})`,
+    nameOf: (value: number): (keyof T & string) | `UNKNOWN(${number})` =>
+      names.get(value) ?? `UNKNOWN(${typeof value === 'number' ? value : Number.NaN})`,
   };
 }
 

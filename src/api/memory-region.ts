@@ -9,6 +9,9 @@ import type { Pointer } from '../ffi/library.js';
 import { ibv_mr } from '../structs/verbs-resources.js';
 import type { AccessName } from './enums.js';
 import { Resource } from './resource.js';
+import { z } from 'zod';
+import { parseArgument } from './validate.js';
+import { assertInternal, type Internal } from './internal.js';
 
 const PAGE_SIZE = 4096;
 const LKEY = koffi.offsetof(ibv_mr, 'lkey');
@@ -43,7 +46,8 @@ export class MemoryRegion extends Resource {
   }
 
   /** ibv_reg_mr; arguments are validated by the caller. */
-  static register(pd: Resource, pdHandle: Pointer, memory: Uint8Array, access: readonly AccessName[], accessMask: number): MemoryRegion {
+  static register(key: Internal, pd: Resource, pdHandle: Pointer, memory: Uint8Array, access: readonly AccessName[], accessMask: number): MemoryRegion {
+    assertInternal(key, 'MemoryRegion.register', 'use pd.register() or id.regMsgs()');
     // Reading .buffer moves a small on-heap typed array off the heap for good, so its address is stable.
     void memory.buffer;
     const buffer = Buffer.isBuffer(memory) ? memory : Buffer.from(memory.buffer, memory.byteOffset, memory.byteLength);
@@ -55,6 +59,7 @@ export class MemoryRegion extends Resource {
 
   /** A page-aligned Buffer of `size` bytes whose memory the garbage collector owns (never freed under a view). */
   static pageAligned(size: number): Buffer {
+    parseArgument('MemoryRegion.pageAligned', 'size', z.number().int().min(1, 'at least 1 byte').max(2 ** 40), size);
     const slab = Buffer.allocUnsafeSlow(size + PAGE_SIZE);
     const misalignment = Number(koffi.address(slab) % BigInt(PAGE_SIZE));
     const start = misalignment === 0 ? 0 : PAGE_SIZE - misalignment;

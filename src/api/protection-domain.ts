@@ -7,6 +7,7 @@ import { checkPointer, checkVerbs } from '../ffi/errors.js';
 import type { Pointer } from '../ffi/library.js';
 import { Access, flagMask, type AccessName } from './enums.js';
 import { Resource } from './resource.js';
+import { assertInternal, internal, type Internal } from './internal.js';
 import { MemoryRegion } from './memory-region.js';
 import { AddressHandle } from './address-handle.js';
 import type { IbvAhAttr } from '../structs/verbs-resources.js';
@@ -26,12 +27,14 @@ export class ProtectionDomain extends Resource {
   }
 
   /** ibv_alloc_pd on a device context (see DeviceContext.allocPd). */
-  static allocate(context: Resource, contextHandle: Pointer): ProtectionDomain {
+  static allocate(key: Internal, context: Resource, contextHandle: Pointer): ProtectionDomain {
+    assertInternal(key, 'ProtectionDomain.allocate', 'use DeviceContext.allocPd()');
     return new ProtectionDomain(checkPointer('ibv_alloc_pd', libibverbs.ibv_alloc_pd(contextHandle)), context, true);
   }
 
   /** Wraps the PD librdmacm created for an id; closing it only deregisters its regions. */
-  static borrow(handle: Pointer, owner: Resource): ProtectionDomain {
+  static borrow(key: Internal, handle: Pointer, owner: Resource): ProtectionDomain {
+    assertInternal(key, 'ProtectionDomain.borrow', 'use id.pd');
     return new ProtectionDomain(handle, owner, false);
   }
 
@@ -46,7 +49,7 @@ export class ProtectionDomain extends Resource {
     const memory = parseArgument(operation, 'buffer', bytes, buffer);
     if (memory.byteLength === 0) throw argumentError(operation, 'buffer', 'cannot register an empty buffer');
     const names = parseArgument(operation, 'access', accessSchema, access);
-    return MemoryRegion.register(this, this.handle, memory, names, flagMask(Access, names));
+    return MemoryRegion.register(internal, this, this.handle, memory, names, flagMask(Access, names));
   }
 
   /** Allocates page-aligned memory and registers it; `region.buffer` is the view to use. */
@@ -75,7 +78,7 @@ export class ProtectionDomain extends Resource {
   createAh(attr: IbvAhAttr): AddressHandle {
     this.ensureOpen('createAh');
     if (typeof attr !== 'object' || attr === null || typeof attr.grh !== 'object') throw argumentError('createAh', 'attr', 'expected an ibv_ah_attr (e.g. established.ud.ahAttr)');
-    return AddressHandle.create(this, this.handle, attr);
+    return AddressHandle.create(internal, this, this.handle, attr);
   }
 
   protected release(): void {

@@ -10,7 +10,10 @@ import { QpType, type QpTypeName } from './enums.js';
 import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource } from './resource.js';
+import { assertInternal, internal, type Internal } from './internal.js';
 import { PreparedRecv, PreparedSend, type PostTarget, type RecvOptions, type SendOptions } from './work-request.js';
+import { untrackWorkRequest } from './work-request-ids.js';
+import { argumentError } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
 
 const readPointer = (address: Pointer, field: string) =>
@@ -33,12 +36,15 @@ export class QueuePair extends Resource {
   readonly recvCq: CompletionQueue;
   readonly protectionDomain: ProtectionDomain;
   readonly #target: PostTarget;
+  /** Set when the QP takes its receives from a shared receive queue. */
+  readonly #usesSrq: boolean;
 
   /**
    * Wraps id->qp after rdma_create_qp/rdma_create_ep; the CQs are librdmacm's.
    * `destroy` is rdma_destroy_qp on the owning id.
    */
-  constructor(owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap, private readonly destroy: () => void) {
+  constructor(key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap, private readonly destroy: () => void) {
+    assertInternal(key, 'new QueuePair', 'use id.createQp()');
     super('queue pair', handle, owner);
     this.qpNum = koffi.decode(handle, koffi.offsetof(ibv_qp, 'qp_num'), 'uint32_t') as number;
     this.type = QpType.nameOf(koffi.decode(handle, koffi.offsetof(ibv_qp, 'qp_type'), 'int') as number);
@@ -52,29 +58,32 @@ export class QueuePair extends Resource {
     this.protectionDomain = pd;
     const sendCq = readPointer(handle, 'send_cq');
     const recvCq = readPointer(handle, 'recv_cq');
-    this.sendCq = CompletionQueue.borrow(sendCq, this);
-    this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(recvCq, this);
+    this.sendCq = CompletionQueue.borrow(internal, sendCq, this);
+    this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this);
+    this.#usesSrq = readPointer(handle, 'srq') !== 0n;
     const ops: ContextOps = contextOps(readPointer(handle, 'context'));
-    this.#target = { owner: this, handle, ops, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
+    this.#target = { owner: this, handle, ops, postReceive: ops.postRecv, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
   }
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */
   prepareRecv(region: MemoryRegion, options?: RecvOptions): PreparedRecv {
     this.ensureOpen('prepareRecv');
-    return new PreparedRecv(this.#target, this.recvCq, region, options);
+    this.#refuseWithSrq('prepareRecv');
+    return new PreparedRecv(internal, this.#target, region, options);
   }
 
   /** Validates and encodes a send (or RDMA write/read) once; post() it as often as needed. */
   prepareSend(source: MemoryRegion | Uint8Array, options?: SendOptions): PreparedSend {
     this.ensureOpen('prepareSend');
-    return new PreparedSend(this.#target, this.sendCq, source, options);
+    return new PreparedSend(internal, this.#target, source, options);
   }
 
   /** rdma_post_recv: posts one receive into `region`; returns its wr_id. */
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
     this.ensureOpen('postRecv');
-    const request = new PreparedRecv(this.#target, this.recvCq, region, options, true);
-    this.#postOnce(request, this.recvCq);
+    this.#refuseWithSrq('postRecv');
+    const request = new PreparedRecv(internal, this.#target, region, options, true);
+    this.#postOnce(request);
     return request.wrId;
   }
 
@@ -84,16 +93,20 @@ export class QueuePair extends Resource {
    */
   postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
     this.ensureOpen('postSend');
-    const request = new PreparedSend(this.#target, this.sendCq, source, options, true);
-    this.#postOnce(request, this.sendCq);
+    const request = new PreparedSend(internal, this.#target, source, options, true);
+    this.#postOnce(request);
     return request.wrId;
   }
 
-  #postOnce(request: PreparedRecv | PreparedSend, cq: CompletionQueue): void {
+  #refuseWithSrq(operation: string): void {
+    if (this.#usesSrq) throw argumentError(operation, 'queuePair', 'this queue pair takes its receives from a shared receive queue: post them to id.srq');
+  }
+
+  #postOnce(request: PreparedRecv | PreparedSend): void {
     try {
       request.post();
     } catch (error) {
-      cq.untrack(request.wrId);
+      untrackWorkRequest(request.wrId);
       throw error;
     }
   }

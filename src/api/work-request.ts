@@ -16,7 +16,8 @@ import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
 import { argumentError, parseArgument, u32, u64 } from './validate.js';
-import type { CompletionQueue } from './completion-queue.js';
+import { trackWorkRequest } from './work-request-ids.js';
+import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
 /** The offset of a member path like 'wr.atomic.rkey' in a koffi struct (union members start at 0). */
@@ -93,11 +94,13 @@ const sendOptionsSchema = recvOptionsSchema.extend({
 });
 export type SendOptions = z.input<typeof sendOptionsSchema>;
 
-/** What a queue pair tells its work requests about itself. */
+/** What a queue pair (or shared receive queue) tells its work requests about itself. */
 export interface PostTarget {
   readonly owner: Resource;
   readonly handle: Pointer;
   readonly ops: ContextOps;
+  /** ops.post_recv for a QP, ops.post_srq_recv for an SRQ. */
+  readonly postReceive: (handle: Pointer, wr: Pointer, badWr: Pointer) => number;
   readonly pd: Resource;
   readonly maxInlineData: number;
   readonly qpType: string;
@@ -161,7 +164,6 @@ abstract class PreparedWorkRequest {
     protected readonly target: PostTarget,
     protected readonly region: MemoryRegion | undefined,
     protected readonly keepAlive: Uint8Array | undefined,
-    cq: CompletionQueue,
     context: unknown,
     once: boolean,
     wrSize: number,
@@ -170,7 +172,7 @@ abstract class PreparedWorkRequest {
     this.wr = this.memory.address;
     this.sge = wrSize;
     this.badWr = this.memory.address + BigInt(wrSize + ibv_sge.size);
-    this.wrId = cq.trackWorkRequest(context, once);
+    this.wrId = trackWorkRequest(context, once);
   }
 
   protected writeSge(address: Pointer, length: number, lkey: number): void {
@@ -200,7 +202,8 @@ export class PreparedSend extends PreparedWorkRequest {
   /** A UD send's destination, kept alive and checked at each post. */
   readonly #addressHandle: AddressHandle | undefined;
 
-  constructor(target: PostTarget, cq: CompletionQueue, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
+  constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
+    assertInternal(key, 'new PreparedSend', 'use qp.prepareSend()');
     const operation = 'QueuePair.postSend';
     const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
     const atomic = o.opcode === 'ATOMIC_CMP_AND_SWP' || o.opcode === 'ATOMIC_FETCH_AND_ADD';
@@ -213,7 +216,7 @@ export class PreparedSend extends PreparedWorkRequest {
       throw argumentError(operation, 'options.ud', target.qpType === 'UD' ? 'a UD queue pair needs options.ud { ah, remoteQpn }' : 'options.ud is for UD queue pairs only');
     }
     // An unsignaled request never completes, so it has no context to return.
-    super(target, range.region, source instanceof MemoryRegion ? undefined : source, cq, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
+    super(target, range.region, source instanceof MemoryRegion ? undefined : source, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
 
     const v = this.memory.view;
     v.setUint32(SEND.wrId, this.wrId, true);
@@ -258,12 +261,13 @@ export class PreparedSend extends PreparedWorkRequest {
 
 /** A receive, encoded once; post() it again each time its buffer is free. */
 export class PreparedRecv extends PreparedWorkRequest {
-  constructor(target: PostTarget, cq: CompletionQueue, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
+  constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
+    assertInternal(key, 'new PreparedRecv', 'use qp.prepareRecv()');
     const operation = 'QueuePair.postRecv';
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvOptionsSchema, options ?? {});
     const range = localRange(operation, region, target.pd, o.offset, o.length);
-    super(target, range.region, undefined, cq, o.context, once, ibv_recv_wr.size);
+    super(target, range.region, undefined, o.context, once, ibv_recv_wr.size);
     const v = this.memory.view;
     v.setUint32(RECV.wrId, this.wrId, true);
     v.setBigUint64(RECV.sgList, this.memory.address + BigInt(this.sge), true);
@@ -274,7 +278,7 @@ export class PreparedRecv extends PreparedWorkRequest {
   /** ibv_post_recv of this request: one FFI crossing. */
   post(): void {
     this.check('PreparedRecv.post');
-    const ret = this.target.ops.postRecv(this.target.handle, this.wr, this.badWr);
-    if (ret !== 0) throw new RdmaError('ibv_post_recv', ret);
+    const ret = this.target.postReceive(this.target.handle, this.wr, this.badWr);
+    if (ret !== 0) throw new RdmaError(this.target.qpType === 'SRQ' ? 'ibv_post_srq_recv' : 'ibv_post_recv', ret);
   }
 }

@@ -1,0 +1,56 @@
+// A shared receive queue (struct ibv_srq) made with rdma_create_srq on an id:
+// the queue pair created on that id afterwards takes its receives from it.
+// Receives complete on the queue pair's receive CQ.
+import koffi from 'koffi';
+import { contextOps } from '../ffi/inline-verbs.js';
+import type { Pointer } from '../ffi/library.js';
+import { ibv_srq } from '../structs/verbs-resources.js';
+import type { MemoryRegion } from './memory-region.js';
+import type { ProtectionDomain } from './protection-domain.js';
+import { Resource } from './resource.js';
+import { assertInternal, internal, type Internal } from './internal.js';
+import { PreparedRecv, type PostTarget, type RecvOptions } from './work-request.js';
+import { untrackWorkRequest } from './work-request-ids.js';
+
+export class SharedReceiveQueue extends Resource {
+  readonly maxWr: number;
+  readonly maxSge: number;
+  readonly #target: PostTarget;
+
+  /** Wraps id->srq after rdma_create_srq; `destroy` is rdma_destroy_srq on the owning id. */
+  constructor(
+    key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, maxWr: number, maxSge: number, private readonly destroy: () => void,
+  ) {
+    assertInternal(key, 'new SharedReceiveQueue', 'use id.createSrq()');
+    super('shared receive queue', handle, owner);
+    this.maxWr = maxWr;
+    this.maxSge = maxSge;
+    const context = BigInt(koffi.decode(handle, koffi.offsetof(ibv_srq, 'context'), 'uintptr_t') as number | bigint);
+    const ops = contextOps(context);
+    this.#target = { owner: this, handle, ops, postReceive: ops.postSrqRecv, pd, maxInlineData: 0, qpType: 'SRQ' };
+  }
+
+  /** Validates and encodes a receive once; post() it each time its buffer is free. */
+  prepareRecv(region: MemoryRegion, options?: RecvOptions): PreparedRecv {
+    this.ensureOpen('prepareRecv');
+    return new PreparedRecv(internal, this.#target, region, options);
+  }
+
+  /** ibv_post_srq_recv of one receive; returns its wr_id. */
+  postRecv(region: MemoryRegion, options?: RecvOptions): number {
+    this.ensureOpen('postRecv');
+    const request = new PreparedRecv(internal, this.#target, region, options, true);
+    try {
+      request.post();
+    } catch (error) {
+      untrackWorkRequest(request.wrId);
+      throw error;
+    }
+    return request.wrId;
+  }
+
+  /** rdma_destroy_srq (after the QPs that use it are gone: the id closes its QP first). */
+  protected release(): void {
+    this.destroy();
+  }
+}
