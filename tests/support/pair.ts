@@ -10,6 +10,8 @@ export interface PairOptions {
   readonly qp?: QpAttr;
   readonly clientParam?: ConnParam;
   readonly serverParam?: ConnParam;
+  /** Runs on each id before its QP is made (e.g. to create a shared receive queue). */
+  readonly beforeQp?: (id: CmId, side: 'client' | 'server') => void;
   /** Runs on each id once its QP exists, before connect/accept (e.g. to post receives). */
   readonly beforeConnect?: (id: CmId, side: 'client' | 'server') => void;
 }
@@ -40,12 +42,14 @@ export async function connectPair(options: PairOptions = {}): Promise<Pair> {
   const client = createId(clientChannel);
   await client.resolveAddr({ address, port });
   await client.resolveRoute();
+  options.beforeQp?.(client, 'client');
   client.createQp(qp);
   options.beforeConnect?.(client, 'client');
 
   const requested = listener.nextRequest({ timeoutMs: 10_000 });
   const connected = client.connect(options.clientParam, { timeoutMs: 10_000 });
   const server = await requested;
+  options.beforeQp?.(server, 'server');
   server.createQp(qp);
   options.beforeConnect?.(server, 'server');
   const [established] = await Promise.all([connected, server.accept(options.serverParam)]);
