@@ -9,7 +9,7 @@ export * as raw from './raw.js';
 export { getAddrInfo, AddrInfo, type AddrInfoEntry, type AddrInfoHints } from './api/addrinfo.js';
 export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
 export {
-  createId, eventName, CmId,
+  createId, eventName, CmId, type MulticastGroup,
   type ConnectionEvent, type Established, type EndpointAddress, type IdOption, type QpAttr, type ResolveAddrOptions, type WaitOptions,
 } from './api/cm-id.js';
 export { EventChannel } from './api/event-channel.js';

@@ -7,9 +7,9 @@ import koffi from 'koffi';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError, checkRdma, checkVerbs } from '../ffi/errors.js';
+import { RdmaError, UnsupportedError, checkRdma, checkVerbs } from '../ffi/errors.js';
 import type { Pointer } from '../ffi/library.js';
-import { rdma_addr, rdma_cm_event, rdma_cm_id, rdma_route } from '../structs/rdma-cma.js';
+import { rdma_addr, rdma_cm_event, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../structs/rdma-cma.js';
 import {
   ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvQpInitAttr, type IbvSrqInitAttr,
 } from '../structs/verbs-resources.js';
@@ -90,6 +90,12 @@ const optionSchema = z.discriminatedUnion('option', [
 ]);
 export type IdOption = z.input<typeof optionSchema>;
 const OPTION_IDS = { TOS: 0, REUSEADDR: 1, AFONLY: 2, ACK_TIMEOUT: 3 } as const;
+
+/** A multicast group this id joined: its address and the UD parameters to send to it. */
+export interface MulticastGroup {
+  readonly address: string;
+  readonly ud: EventUdParam;
+}
 
 /** What the peer sent when the connection was established. */
 export interface Established {
@@ -468,6 +474,40 @@ export class CmId extends Resource implements EventTarget {
     if (byteSized) value.writeUInt8(Number(o.value), 0);
     else value.writeInt32LE(o.value ? 1 : 0, 0);
     checkRdma(operation, librdmacm.rdma_set_option(this.handle, 0, OPTION_IDS[o.option], value, value.byteLength));
+  }
+
+  /**
+   * rdma_join_multicast (or rdma_join_multicast_ex for a send-only join, where
+   * librdmacm has it): joins the group at `group.address`; the id's UD QP, if it
+   * exists, is attached and receives the group's messages. Resolves at
+   * MULTICAST_JOIN with the group's UD parameters: send to it with
+   * `addressHandleTo(joined.ud)`, remoteQpn 0xffffff and `joined.ud.qkey`.
+   */
+  async joinMulticast(group: { address: string }, options: WaitOptions & { sendOnly?: boolean } = {}): Promise<MulticastGroup> {
+    const operation = 'rdma_join_multicast';
+    this.ensureOpen(operation);
+    const g = parseArgument(operation, 'group', z.strictObject({ address: ipAddress }), group);
+    const { sendOnly, ...waiting } = parseArgument(operation, 'options', waitSchema.extend({ sendOnly: z.boolean().default(false) }), options);
+    const address = encodeSocketAddress(g.address, 0);
+    let call = () => librdmacm.rdma_join_multicast(this.handle, address, null);
+    if (sendOnly) {
+      if (!librdmacm.has('rdma_join_multicast_ex')) throw new UnsupportedError('a send-only multicast join', 'by the installed librdmacm (it needs RDMACM_1.1)');
+      const attr = Buffer.alloc(rdma_cm_join_mc_attr_ex.size);
+      koffi.encode(attr, rdma_cm_join_mc_attr_ex, { comp_mask: 0b11, join_flags: 1 /* SENDONLY_FULLMEMBER */, addr: koffi.address(address) });
+      call = () => librdmacm.rdma_join_multicast_ex(this.handle, attr, null);
+    }
+    const event = await this.#run(operation, ['MULTICAST_JOIN'], waiting, 5_000, call);
+    const ud = event?.ud;
+    if (!ud) throw new RdmaError(operation, 5 /* EIO */, 'the join reported no UD parameters');
+    return { address: g.address, ud };
+  }
+
+  /** rdma_leave_multicast. */
+  leaveMulticast(group: { address: string }): void {
+    const operation = 'rdma_leave_multicast';
+    this.ensureOpen(operation);
+    const g = parseArgument(operation, 'group', z.strictObject({ address: ipAddress }), group);
+    checkRdma(operation, librdmacm.rdma_leave_multicast(this.handle, encodeSocketAddress(g.address, 0)));
   }
 
   /** UD: an address handle to the peer an ESTABLISHED (or MULTICAST_JOIN) event described. */
