@@ -1,0 +1,97 @@
+// Misuse gives typed errors, never native memory corruption. A forced GC runs
+// between steps, so a freed-too-early object would show up as a crash here.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { createId, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError } from '../../src/index.js';
+import { deviceAddress, freshPort } from '../support/device.js';
+import { connectPair } from '../support/pair.js';
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+test('a post after the queue pair is destroyed is refused before native code', { timeout: 60_000 }, async () => {
+  const pair = await connectPair();
+  try {
+    const region = pair.client.regMsgs(Buffer.alloc(64));
+    const send = pair.client.queuePair.prepareSend(region);
+    const qp = pair.client.queuePair;
+    pair.client.destroyQp();
+    gc();
+    assert.throws(() => send.post(), (error: unknown) => error instanceof RdmaArgumentError && /queue pair is closed/.test(error.message));
+    assert.throws(() => qp.postSend(region), ResourceClosedError);
+    assert.throws(() => pair.client.postSend(region), RdmaArgumentError, 'the id says it has no queue pair');
+  } finally {
+    await pair.hangUp();
+  }
+});
+
+test('deregistering with a receive outstanding: allowed; the device can no longer touch the memory, the receive fails', { timeout: 60_000 }, async () => {
+  const pair = await connectPair();
+  try {
+    const inbox = pair.server.regMsgs(Buffer.alloc(64, 7));
+    pair.server.postRecv(inbox);
+    inbox.deregister();
+    gc();
+    pair.client.postSend(pair.client.regMsgs(Buffer.alloc(64, 1)));
+    const outcome = await Promise.race([
+      pair.server.queuePair.nextRecvCompletion().then(() => 'completed', (error: unknown) => error),
+      new Promise((resolve) => setTimeout(() => resolve('no completion'), 5000).unref()),
+    ]);
+    if (outcome instanceof WorkCompletionError) assert.notEqual(outcome.completion.status, 'SUCCESS');
+    else assert.equal(outcome, 'no completion', 'the receive never succeeded into deregistered memory');
+    assert.ok(inbox.buffer.every((byte) => byte === 7), 'the deregistered memory is unchanged');
+  } finally {
+    await pair.hangUp();
+  }
+});
+
+test('closing a protection domain with live regions deregisters them first (no EBUSY); their use then throws', async () => {
+  const pair = await connectPair();
+  try {
+    const context = pair.client.device!;
+    const pd = context.allocPd();
+    const regions = [pd.register(Buffer.alloc(4096)), pd.allocate(8192, ['LOCAL_WRITE', 'REMOTE_READ'])];
+    pd.close();
+    gc();
+    assert.ok(regions.every((region) => region.closed));
+    assert.throws(() => regions[1]!.remote, ResourceClosedError);
+    assert.throws(() => pd.register(Buffer.alloc(8)), ResourceClosedError);
+  } finally {
+    await pair.hangUp();
+  }
+});
+
+test('an id whose channel closed throws ResourceClosedError; a pending operation is rejected, not left hanging', { timeout: 60_000 }, async () => {
+  const channel = new EventChannel();
+  const id = createId(channel);
+  await id.resolveAddr({ address: deviceAddress(), port: freshPort() });
+  await id.resolveRoute();
+  id.createQp();
+  const connecting = id.connect(undefined, { timeoutMs: 30_000 });
+  channel.close();
+  gc();
+  await assert.rejects(connecting, ResourceClosedError);
+  assert.equal(id.closed, true, 'the channel closed its ids first');
+  await assert.rejects(id.resolveRoute(), ResourceClosedError);
+  assert.throws(() => id.queuePair, ResourceClosedError);
+  assert.throws(() => createId(channel), RdmaArgumentError);
+});
+
+test('closing a parent while its children are in use: the whole tree closes, children first, every later use throws', { timeout: 60_000 }, async () => {
+  const pair = await connectPair();
+  const { client } = pair;
+  const qp = client.queuePair;
+  const region = client.regMsgs(Buffer.alloc(64));
+  const pending = qp.nextRecvCompletion();
+  client.postRecv(region);
+  client.close();
+  gc();
+  await assert.rejects(pending, ResourceClosedError);
+  assert.ok(qp.closed && qp.recvCq.closed && region.closed, 'queue pair, CQs and regions closed with their id');
+  assert.throws(() => qp.postRecv(region), ResourceClosedError);
+  assert.throws(() => region.remote, ResourceClosedError);
+  client.close();
+  pair.close();
+});
