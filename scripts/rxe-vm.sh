@@ -178,7 +178,7 @@ ensure_packages() {
 # Module load order (dependencies first). Missing ones (built in) are skipped.
 MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 netfs fscache 9pnet 9pnet_virtio 9p configfs crc32_generic udp_tunnel ip6_udp_tunnel
-ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth failover net_failover virtio_net"
+ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth failover net_failover virtio_net sch_netem"
 
 kernel_pkg_name() {
   if [ -n "${RDMACM_VM_KERNEL_PKG:-}" ]; then echo "$RDMACM_VM_KERNEL_PKG"; return 0; fi
@@ -224,7 +224,8 @@ ensure_kernel() {
   fi
   [ -n "$pkg" ] || die $EXIT_VM "cannot find the kernel package behind linux-image-amd64 (try: apt-get update)"
   KDIR=$CACHE/kernel/$pkg
-  if [ -f "$KDIR/.complete" ]; then
+  # A cached kernel counts only if it was unpacked with today's module list.
+  if [ -f "$KDIR/.complete" ] && [ "$(cat "$KDIR/.modules" 2>/dev/null)" = "$(echo $MODULES)" ]; then
     if [ ! -f "$KDIR/vmlinux" ] && [ ! -f "$KDIR/.no-vmlinux" ]; then
       extract_vmlinux "$KDIR/vmlinuz" "$KDIR/vmlinux" || touch "$KDIR/.no-vmlinux"
     fi
@@ -262,6 +263,7 @@ ensure_kernel() {
     esac
   done
   extract_vmlinux "$out/vmlinuz" "$out/vmlinux" || rm -f "$out/vmlinux"
+  echo $MODULES >"$out/.modules"
   touch "$out/.complete"
   rm -rf "$KDIR"
   mv "$out" "$KDIR"

@@ -9,6 +9,8 @@
 #         inside a soft-RoCE VM (scripts/rxe-vm.sh). The tests run as built JS in
 #         one node process, since start-up is slow in the emulated guest.
 # With CI=true the device tier must really run: a skipped device test fails it.
+# In the VM the tier also boots two guests joined by a virtual link for the
+# loss and link-flap tests (tests/twohost); a host's own device has no peer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +36,10 @@ if [ "$tier" = all ] || [ "$tier" = device ]; then
   else
     echo "== device tier (in a soft-RoCE VM)"
     bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" -- node dist/tests/device/run.js || status=1
+    if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
+      echo "== device tier, two hosts (packet loss and a link flap between two soft-RoCE VMs)"
+      bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+    fi
   fi
 fi
 exit $status

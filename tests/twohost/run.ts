@@ -1,0 +1,163 @@
+// Faults on a real link: two guests (scripts/rxe-vm.sh --hosts 2), host 0 the
+// server, host 1 the client, RoCE v2 crossing a virtual wire between them.
+// With 5 % and 20 % packet loss (tc netem) every RC message must arrive intact
+// and in order; with the link taken down and up mid-transfer, both sides must
+// resume or end with a typed error, and nothing may hang.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createId, EventChannel, WorkCompletionError, ConnectionError, RdmaError, type CmId } from '../../src/index.js';
+
+const hostIndex = Number(process.env.RDMACM_HOST_INDEX);
+const [serverAddress, clientAddress] = (process.env.RDMACM_TEST_ADDRS ?? '').split(' ');
+const shared = process.env.RDMACM_SHARED_DIR ?? '';
+const netdev = process.env.RDMACM_TEST_NETDEV ?? 'eth0';
+if (!serverAddress || !clientAddress || !shared || Number.isNaN(hostIndex)) {
+  console.error('twohost: run through scripts/rxe-vm.sh --hosts 2');
+  process.exit(1);
+}
+
+const SIZE = 1024;
+const DIGEST = 32;
+
+/** Waits (bounded) for the peer to drop a file in the shared folder. */
+async function meet(name: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(join(shared, name))) {
+    if (Date.now() > deadline) throw new Error(`the peer never reached ${name}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+const signal = (name: string) => writeFileSync(join(shared, name), '');
+const sh = (...args: string[]) => execFileSync(args[0]!, args.slice(1), { stdio: 'pipe' });
+
+/** A message: sequence number, payload, and the SHA-256 of both. */
+function fill(buffer: Buffer, sequence: number): void {
+  buffer.writeUInt32BE(sequence, 0);
+  for (let i = 4; i < SIZE - DIGEST; i++) buffer[i] = (sequence * 31 + i) & 0xff;
+  createHash('sha256').update(buffer.subarray(0, SIZE - DIGEST)).digest().copy(buffer, SIZE - DIGEST);
+}
+function intact(buffer: Buffer): boolean {
+  return createHash('sha256').update(buffer.subarray(0, SIZE - DIGEST)).digest().equals(buffer.subarray(SIZE - DIGEST, SIZE));
+}
+
+/** Server side of one scenario: receive `count` messages, checking order and checksum; returns how many arrived. */
+async function serve(port: number, count: number, scenario: string): Promise<{ received: number; outcome: string }> {
+  using channel = new EventChannel();
+  using listener = createId(channel);
+  listener.bindAddr({ address: serverAddress!, port });
+  listener.listen();
+  signal(`${scenario}-listening`);
+  using id: CmId = await listener.nextRequest({ timeoutMs: 60_000 });
+  id.createQp({ sendWr: 4, recvWr: 16 });
+  const inbox = id.regMsgs(Buffer.alloc(16 * SIZE));
+  for (let slot = 0; slot < 16; slot++) id.postRecv(inbox, { offset: slot * SIZE, length: SIZE, context: slot });
+  await id.accept({ retryCount: 7, rnrRetryCount: 7 });
+  let received = 0;
+  const hungUp = id.waitForDisconnect().then(() => undefined);
+  hungUp.catch(() => undefined);
+  try {
+    while (received < count) {
+      const completion = await Promise.race([
+        id.queuePair.nextRecvCompletion(),
+        hungUp,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no message for 60 s')), 60_000).unref()),
+      ]);
+      if (!completion) return { received, outcome: 'peer disconnected' };
+      const slot = completion.context as number;
+      const message = inbox.buffer.subarray(slot * SIZE, (slot + 1) * SIZE);
+      assert.equal(completion.byteLen, SIZE);
+      assert.ok(intact(message), `message ${received} intact`);
+      assert.equal(message.readUInt32BE(0), received, 'messages arrive in order');
+      received++;
+      id.postRecv(inbox, { offset: slot * SIZE, length: SIZE, context: slot });
+    }
+    await Promise.race([hungUp, new Promise((_, reject) => setTimeout(() => reject(new Error('no disconnect for 60 s')), 60_000).unref())]);
+    await id.disconnect();
+    return { received, outcome: 'complete' };
+  } catch (error) {
+    if (error instanceof WorkCompletionError || error instanceof ConnectionError || error instanceof RdmaError) {
+      return { received, outcome: `typed error: ${error.name} ${error.message}` };
+    }
+    throw error;
+  }
+}
+
+/** Client side: stream `count` messages (one outstanding), calling `during` after `at` of them. */
+async function stream(port: number, count: number, scenario: string, during?: { at: number; run: () => Promise<void> }) {
+  await meet(`${scenario}-listening`);
+  using channel = new EventChannel();
+  using id = createId(channel);
+  await id.resolveAddr({ address: serverAddress!, port }, { timeoutMs: 10_000 });
+  await id.resolveRoute({ timeoutMs: 10_000 });
+  id.setOption({ option: 'ACK_TIMEOUT', value: 16 }); // ~268 ms per try, 7 retries: rides out a short outage
+  id.createQp({ sendWr: 4, recvWr: 1 });
+  await id.connect({ retryCount: 7, rnrRetryCount: 7 }, { timeoutMs: 30_000 });
+  const outbox = id.regMsgs(Buffer.alloc(SIZE));
+  let sent = 0;
+  try {
+    for (; sent < count; sent++) {
+      if (during && sent === during.at) await during.run();
+      fill(outbox.buffer, sent);
+      id.postSend(outbox);
+      await id.queuePair.nextSendCompletion();
+    }
+    await id.disconnect({ timeoutMs: 30_000 });
+    return { sent, outcome: 'complete' };
+  } catch (error) {
+    if (error instanceof WorkCompletionError || error instanceof ConnectionError || error instanceof RdmaError) {
+      return { sent, outcome: `typed error: ${error.name} ${error.message}` };
+    }
+    throw error;
+  }
+}
+
+const scenarios = [
+  { name: 'loss-5', port: 18515, count: 300, loss: 5 },
+  { name: 'loss-20', port: 18516, count: 100, loss: 20 },
+];
+
+for (const { name, port, count, loss } of scenarios) {
+  test(`${loss} % packet loss: every RC message arrives intact and in order`, { timeout: 300_000 }, async () => {
+    const started = Date.now();
+    if (hostIndex === 0) {
+      const { received, outcome } = await serve(port, count, name);
+      console.log(`twohost: ${name}: server received ${received}/${count} (${outcome}) in ${Date.now() - started} ms`);
+      assert.equal(outcome, 'complete');
+      assert.equal(received, count);
+    } else {
+      sh('tc', 'qdisc', 'replace', 'dev', netdev, 'root', 'netem', 'loss', `${loss}%`);
+      try {
+        const { sent, outcome } = await stream(port, count, name);
+        console.log(`twohost: ${name}: client sent ${sent}/${count} (${outcome}) in ${Date.now() - started} ms`);
+        assert.equal(outcome, 'complete');
+      } finally {
+        sh('tc', 'qdisc', 'del', 'dev', netdev, 'root');
+      }
+    }
+  });
+}
+
+test('the link goes down and up mid-transfer: both sides resume or report a typed error, nothing hangs', { timeout: 300_000 }, async () => {
+  const started = Date.now();
+  const count = 100;
+  if (hostIndex === 0) {
+    const { received, outcome } = await serve(18517, count, 'flap');
+    console.log(`twohost: flap: server received ${received}/${count} (${outcome}) in ${Date.now() - started} ms`);
+    assert.ok(outcome === 'complete' || outcome.startsWith('typed error') || outcome === 'peer disconnected', outcome);
+  } else {
+    const { sent, outcome } = await stream(18517, count, 'flap', {
+      at: 30,
+      run: async () => {
+        sh('ip', 'link', 'set', netdev, 'down');
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        sh('ip', 'link', 'set', netdev, 'up');
+      },
+    });
+    console.log(`twohost: flap: client sent ${sent}/${count} (${outcome}) in ${Date.now() - started} ms`);
+    assert.ok(outcome === 'complete' || outcome.startsWith('typed error'), outcome);
+  }
+});
