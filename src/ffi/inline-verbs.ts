@@ -6,7 +6,7 @@
 import koffi, { type TypeObject } from 'koffi';
 import { libibverbs } from './libibverbs.js';
 import type { Pointer, PointerArg } from './library.js';
-import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp } from '../structs/verbs-resources.js';
+import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq } from '../structs/verbs-resources.js';
 import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { rdma_cm_id } from '../structs/rdma-cma.js';
 
@@ -97,7 +97,7 @@ const ID_SEND_CQ = idField('send_cq');
 const ID_RECV_CQ = idField('recv_cq');
 const ID_SEND_CQ_CHANNEL = idField('send_cq_channel');
 const ID_RECV_CQ_CHANNEL = idField('recv_cq_channel');
-const srqContextOffset = 0; // struct ibv_srq starts with its context, like ibv_qp and ibv_cq
+const srqContextOffset = koffi.offsetof(ibv_srq, 'context');
 
 const qpOps = (qp: Pointer) => contextOps(readPointer(qp, qpContextOffset));
 const cqOps = (cq: Pointer) => contextOps(readPointer(cq, cqContextOffset));

@@ -1,5 +1,4 @@
 // Work requests and completions from infiniband/verbs.h: the data path's layouts.
-import koffi from 'koffi';
 import { anonymousStruct, anonymousUnion, cStruct } from './registry.js';
 import { ibv_gid } from './verbs-device.js';
 import type { Pointer } from '../ffi/library.js';
