@@ -35,7 +35,10 @@ if [ "$tier" = all ] || [ "$tier" = device ]; then
     node dist/tests/device/run.js || status=1
   else
     echo "== device tier (in a soft-RoCE VM)"
-    bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" -- node dist/tests/device/run.js || status=1
+    # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
+    only=()
+    if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
+    bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- node dist/tests/device/run.js || status=1
     if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
       echo "== device tier, two hosts (packet loss and a link flap between two soft-RoCE VMs)"
       bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
