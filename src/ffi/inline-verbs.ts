@@ -233,23 +233,26 @@ export function rdma_post_sendv(id: Pointer, context: Pointer | null, sgl: Point
   sendWr(context, sgl, nsge, IBV_WR_SEND, flags);
   return postScratchSend(id);
 }
+/** The one-sided posts: an RDMA read or write to (remoteAddr, rkey). */
+function postRdma(
+  opcode: number, id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number, flags: number, remoteAddr: bigint, rkey: number,
+): number {
+  const { view } = sendWr(context, sgl, nsge, opcode, flags);
+  view.setBigUint64(SEND_WR + SEND.wr + WR_REMOTE_ADDR, remoteAddr, true);
+  view.setUint32(SEND_WR + SEND.wr + WR_RKEY, rkey >>> 0, true);
+  return postScratchSend(id);
+}
 /** rdma_post_readv. */
 export function rdma_post_readv(
   id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number, flags: number, remoteAddr: bigint, rkey: number,
 ): number {
-  const { view } = sendWr(context, sgl, nsge, IBV_WR_RDMA_READ, flags);
-  view.setBigUint64(SEND_WR + SEND.wr + WR_REMOTE_ADDR, remoteAddr, true);
-  view.setUint32(SEND_WR + SEND.wr + WR_RKEY, rkey >>> 0, true);
-  return postScratchSend(id);
+  return postRdma(IBV_WR_RDMA_READ, id, context, sgl, nsge, flags, remoteAddr, rkey);
 }
 /** rdma_post_writev. */
 export function rdma_post_writev(
   id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number, flags: number, remoteAddr: bigint, rkey: number,
 ): number {
-  const { view } = sendWr(context, sgl, nsge, IBV_WR_RDMA_WRITE, flags);
-  view.setBigUint64(SEND_WR + SEND.wr + WR_REMOTE_ADDR, remoteAddr, true);
-  view.setUint32(SEND_WR + SEND.wr + WR_RKEY, rkey >>> 0, true);
-  return postScratchSend(id);
+  return postRdma(IBV_WR_RDMA_WRITE, id, context, sgl, nsge, flags, remoteAddr, rkey);
 }
 
 /**
