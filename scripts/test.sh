@@ -12,37 +12,59 @@
 # In the VM the tier also boots two guests joined by a virtual link for the
 # loss and link-flap tests (tests/twohost); a host's own device has no peer.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
-tier=${1:-all}
-bash scripts/install-deps.sh test
-[ -d node_modules/koffi ] || npm ci --no-audit --no-fund
-npm run --silent build
-
-status=0
-if [ "$tier" = all ] || [ "$tier" = host ]; then
-  echo "== host tier"
-  node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
-fi
-
+# Everything is in functions, read whole before anything runs: editing this
+# file during a run cannot change what the run does.
 host_has_device() {
   [ -n "${RDMACM_TEST_DEVICE:-}" ] || { [ -d /sys/class/infiniband ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; }
 }
 
-if [ "$tier" = all ] || [ "$tier" = device ]; then
-  if host_has_device; then
-    echo "== device tier (on this host's RDMA device)"
-    node dist/tests/device/run.js || status=1
-  else
-    echo "== device tier (in a soft-RoCE VM)"
-    # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
-    only=()
-    if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
-    bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- node dist/tests/device/run.js || status=1
-    if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
-      echo "== device tier, two hosts (packet loss and a link flap between two soft-RoCE VMs)"
-      bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+# Runs one tier, showing its output and keeping a copy for the summary.
+tier_run() {
+  "$@" 2>&1 | tee -a "$log"
+}
+
+# One closing line for the whole run, from the runners' own counts.
+summary() {
+  awk '/^(\[host[0-9]+\] )?(# |ℹ )pass [0-9]+$/ { passed += $NF }
+       /^(\[host[0-9]+\] )?(# |ℹ )fail [0-9]+$/ { failed += $NF }
+       END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
+}
+
+main() {
+  cd "$(dirname "$0")/.."
+  local tier=${1:-all} status=0
+  # the runners' output, kept for the summary line
+  log=$(mktemp)
+  trap 'rm -f "$log"' EXIT
+  bash scripts/install-deps.sh test
+  [ -d node_modules/koffi ] || npm ci --no-audit --no-fund
+  npm run --silent build
+
+  if [ "$tier" = all ] || [ "$tier" = host ]; then
+    echo "== host tier"
+    tier_run node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
+  fi
+
+  if [ "$tier" = all ] || [ "$tier" = device ]; then
+    if host_has_device; then
+      echo "== device tier (on this host's RDMA device)"
+      tier_run node dist/tests/device/run.js || status=1
+    else
+      echo "== device tier (in a soft-RoCE VM)"
+      # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
+      local only=()
+      if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
+      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- node dist/tests/device/run.js || status=1
+      if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
+        echo "== device tier, two hosts (packet loss and a link flap between two soft-RoCE VMs)"
+        tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+      fi
     fi
   fi
-fi
-exit $status
+  summary
+  return $status
+}
+
+main "$@"
+exit $?
