@@ -10,7 +10,7 @@ import koffi from 'koffi';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { librdmacm, libibverbs, structs, rdma_reg_msgs, rdma_dereg_mr, rdma_post_recv, rdma_post_send,
-  rdma_get_recv_comp, rdma_get_send_comp, IBV_SEND_INLINE, checkRdma, checkPointer, checkVerbs, type Pointer } from '../../src/raw.js';
+  rdma_get_recv_comp, rdma_get_send_comp, IBV_SEND_INLINE, checkRdma, checkPointer, checkVerbs, readPointer, type Pointer } from '../../src/raw.js';
 
 const RAI_PASSIVE = 1;
 const RDMA_PS_TCP = 0x0106;
@@ -19,7 +19,8 @@ const MESSAGE_SIZE = 16;
 
 /** A zeroed C struct in a Buffer, with koffi's layout. */
 const cStruct = (type: { size: number }) => Buffer.alloc(type.size);
-const readPointer = (slot: Buffer): Pointer => slot.readBigUInt64LE(0);
+/** The pointer a C call wrote into an out-parameter slot. */
+const slotPointer = (slot: Buffer): Pointer => slot.readBigUInt64LE(0);
 
 function hints(flags: number): Buffer {
   const buffer = cStruct(structs.rdma_addrinfo);
@@ -88,15 +89,15 @@ export function rawServer(options: { address?: string | undefined; port: string 
   checkRdma('rdma_getaddrinfo', librdmacm.rdma_getaddrinfo(options.address ?? null, options.port, hints(RAI_PASSIVE), res));
   const listenSlot = Buffer.alloc(8);
   try {
-    checkRdma('rdma_create_ep', librdmacm.rdma_create_ep(listenSlot, readPointer(res), null, qpInitAttr()));
-    const listenId = readPointer(listenSlot);
+    checkRdma('rdma_create_ep', librdmacm.rdma_create_ep(listenSlot, slotPointer(res), null, qpInitAttr()));
+    const listenId = slotPointer(listenSlot);
     try {
       checkRdma('rdma_listen', librdmacm.rdma_listen(listenId, 0));
       const idSlot = Buffer.alloc(8);
       checkRdma('rdma_get_request', librdmacm.rdma_get_request(listenId, idSlot));
-      const id = readPointer(idSlot);
+      const id = slotPointer(idSlot);
       try {
-        const qp = BigInt(koffi.decode(id, koffi.offsetof(structs.rdma_cm_id, 'qp'), 'uintptr_t') as number | bigint);
+        const qp = readPointer(id, koffi.offsetof(structs.rdma_cm_id, 'qp'));
         const granted = qpInitAttr();
         checkVerbs('ibv_query_qp', libibverbs.ibv_query_qp(qp, cStruct(structs.ibv_qp_attr), IBV_QP_CAP, granted));
         if (maxInlineData(granted) < MESSAGE_SIZE) throw new Error('device does not support inline sends of 16 bytes');
@@ -108,7 +109,7 @@ export function rawServer(options: { address?: string | undefined; port: string 
       librdmacm.rdma_destroy_ep(listenId);
     }
   } finally {
-    librdmacm.rdma_freeaddrinfo(readPointer(res));
+    librdmacm.rdma_freeaddrinfo(slotPointer(res));
   }
 }
 
@@ -119,8 +120,8 @@ export function rawClient(options: { address: string; port: string }): Buffer {
   try {
     const idSlot = Buffer.alloc(8);
     const attr = qpInitAttr();
-    checkRdma('rdma_create_ep', librdmacm.rdma_create_ep(idSlot, readPointer(res), null, attr));
-    const id = readPointer(idSlot);
+    checkRdma('rdma_create_ep', librdmacm.rdma_create_ep(idSlot, slotPointer(res), null, attr));
+    const id = slotPointer(idSlot);
     try {
       if (maxInlineData(attr) < MESSAGE_SIZE) throw new Error('device does not support inline sends of 16 bytes');
       return exchange(id, () => checkRdma('rdma_connect', librdmacm.rdma_connect(id, null)), true, 0x43);
@@ -128,7 +129,7 @@ export function rawClient(options: { address: string; port: string }): Buffer {
       librdmacm.rdma_destroy_ep(id);
     }
   } finally {
-    librdmacm.rdma_freeaddrinfo(readPointer(res));
+    librdmacm.rdma_freeaddrinfo(slotPointer(res));
   }
 }
 

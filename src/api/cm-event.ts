@@ -1,7 +1,7 @@
 // Connection-manager events (struct rdma_cm_event) copied into plain objects,
 // and the typed errors that event statuses become.
 import koffi from 'koffi';
-import type { Pointer } from '../ffi/library.js';
+import { readPointer, type Pointer } from '../ffi/library.js';
 import { errnoName } from '../ffi/errors.js';
 import { rdma_cm_event, rdma_conn_param, rdma_ud_param, type RdmaConnParam, type RdmaUdParam } from '../structs/rdma-cma.js';
 import type { IbvAhAttr } from '../structs/verbs-resources.js';
@@ -57,8 +57,8 @@ function copyPrivateData(address: Pointer | null, length: number): Buffer {
 export function copyCmEvent(event: Pointer, udPortSpace: boolean): RawCmEvent {
   const type = CmEventType.nameOf(koffi.decode(event, OFFSET.event, 'int') as number);
   const status = koffi.decode(event, OFFSET.status, 'int') as number;
-  const idHandle = BigInt(koffi.decode(event, OFFSET.id, 'uintptr_t') as number | bigint);
-  const listen = BigInt(koffi.decode(event, OFFSET.listenId, 'uintptr_t') as number | bigint);
+  const idHandle = readPointer(event, OFFSET.id);
+  const listen = readPointer(event, OFFSET.listenId);
   let conn: EventConnParam | undefined;
   let ud: EventUdParam | undefined;
   if (udPortSpace || UD_EVENTS.has(type)) {

@@ -8,8 +8,8 @@ import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, UnsupportedError, checkRdma, checkVerbs } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
-import { rdma_addr, rdma_cm_event, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../structs/rdma-cma.js';
+import { readPointer, type Pointer } from '../ffi/library.js';
+import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../structs/rdma-cma.js';
 import {
   ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvQpInitAttr, type IbvSrqInitAttr,
 } from '../structs/verbs-resources.js';
@@ -47,7 +47,6 @@ const ID = {
 };
 const SOCKADDR_STORAGE_SIZE = 128;
 const IBV_QP_CAP = 1 << 19;
-const readPointer = (address: Pointer, offset: number) => BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
 const swap16 = (value: number) => ((value & 0xff) << 8) | (value >> 8);
 
 export const endpointSchema = z.strictObject({ address: ipAddress, port: port.default(0) });
@@ -591,7 +590,7 @@ export class CmId extends Resource implements EventTarget {
     const event = readPointer(this.handle, ID.event);
     if (event === 0n) return undefined;
     const raw = copyCmEvent(event, this.udPortSpace);
-    if (koffi.decode(event, koffi.offsetof(rdma_cm_event, 'id'), 'uintptr_t') === 0) return undefined;
+    if (raw.idHandle === 0n) return undefined;
     return { type: raw.type, status: raw.status, id: this, listenId: undefined, conn: raw.conn, ud: raw.ud };
   }
 

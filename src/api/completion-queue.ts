@@ -8,13 +8,14 @@ import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError } from '../ffi/errors.js';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import type { Pointer } from '../ffi/library.js';
+import { readPointer, type Pointer } from '../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
 import { assertInternal, type Internal } from './internal.js';
 import { contextOf } from './work-request-ids.js';
 import { ResourceClosedError } from './errors.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from './fd-watcher.js';
+import { nativeScratch } from './native-memory.js';
 import { WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readStatus, readWrId, type WorkCompletion } from './work-completion.js';
 
 /** How next() waits: 'events' sleeps on the completion channel; 'busy-poll' spins, yielding to the loop between rounds. */
@@ -27,8 +28,6 @@ const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
 const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');
 
-const readPointer = (address: Pointer, offset: number) => BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
-
 interface Waiter {
   resolve(completion: WorkCompletion): void;
   reject(error: unknown): void;
@@ -40,7 +39,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   readonly #ops: ContextOps;
   readonly #channel: Pointer;
   readonly #watcher: FdWatcher | undefined;
-  readonly #entries: Buffer;
   readonly #entriesAddress: Pointer;
   readonly #view: DataView;
   readonly #eventSlots = Buffer.alloc(16);
@@ -57,10 +55,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       setNonBlocking(fd);
       this.#watcher = new FdWatcher(fd);
     }
-    // JavaScript-owned, off-heap (over 64 bytes), so its address is stable while this object lives.
-    this.#entries = Buffer.alloc(WC_SIZE * BATCH);
-    this.#entriesAddress = koffi.address(this.#entries);
-    this.#view = new DataView(this.#entries.buffer, this.#entries.byteOffset, this.#entries.byteLength);
+    const entries = nativeScratch(WC_SIZE * BATCH);
+    this.#entriesAddress = entries.address;
+    this.#view = entries.view;
   }
 
   /** Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp). */

@@ -4,8 +4,9 @@ import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { checkPointer, checkVerbs, RdmaError } from '../ffi/errors.js';
 import { forgetContextOps } from '../ffi/inline-verbs.js';
-import type { Pointer } from '../ffi/library.js';
+import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
 import { ibv_device_attr, type IbvDeviceAttr } from '../structs/verbs-device.js';
+import { ibv_context } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
 import { cString, parseArgument } from './validate.js';
 import { assertInternal, internal, type Internal } from './internal.js';
@@ -45,7 +46,7 @@ export class DeviceContext extends Resource {
     const count = Buffer.alloc(4);
     const list = checkPointer('ibv_get_device_list', libibverbs.ibv_get_device_list(count));
     try {
-      const devices = Array.from({ length: count.readInt32LE(0) }, (_, i) => BigInt(koffi.decode(list, i * 8, 'uintptr_t') as number | bigint));
+      const devices = readPointerArray(list, count.readInt32LE(0));
       const device = devices.find((d) => name === undefined || libibverbs.ibv_get_device_name(d) === name);
       if (device === undefined) {
         const known = devices.map((d) => libibverbs.ibv_get_device_name(d)).join(', ') || 'none';
@@ -60,7 +61,7 @@ export class DeviceContext extends Resource {
   /** The device's name, e.g. 'rxe0'. */
   get name(): string {
     this.ensureOpen('name');
-    const device = BigInt(koffi.decode(this.handle, 0, 'uintptr_t') as number | bigint);
+    const device = readPointer(this.handle, koffi.offsetof(ibv_context, 'device'));
     return libibverbs.ibv_get_device_name(device) ?? '';
   }
 

@@ -5,7 +5,7 @@ import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { checkVerbs, RdmaError } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
+import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
 import * as structs from '../structs/index.js';
 
 /** A value none of the tables below knows, kept with its number. */
@@ -155,20 +155,6 @@ const ENODEV = 19;
 const EINVAL = 22;
 const ENOSYS = 38;
 const ENODATA = 61;
-
-const pointerSize = koffi.sizeof('void *');
-const readPointer = (address: Pointer, index: number): Pointer => BigInt(koffi.decode(address, index * pointerSize, 'uintptr_t') as number | bigint);
-
-/** The entries of a NULL-terminated (and counted) pointer array. */
-function pointerArray(list: Pointer, count: number): Pointer[] {
-  const entries: Pointer[] = [];
-  for (let index = 0; index < count; index++) {
-    const entry = readPointer(list, index);
-    if (entry === 0n) break;
-    entries.push(entry);
-  }
-  return entries;
-}
 
 /** 8 big-endian bytes as 'xxxx:xxxx:xxxx:xxxx'. */
 function formatGuid(bytes: Uint8Array): string {
@@ -385,7 +371,7 @@ export function listDevices(): DeviceInfo[] {
   }
   try {
     const netdevs = netdevNames();
-    return pointerArray(list, count.readInt32LE(0)).map((device) => describeDevice(device, netdevs));
+    return readPointerArray(list, count.readInt32LE(0)).map((device) => describeDevice(device, netdevs));
   } finally {
     libibverbs.ibv_free_device_list(list);
   }
@@ -402,8 +388,8 @@ export function rdmaGetDevices(): string[] {
   }
   try {
     const deviceOffset = koffi.offsetof(structs.ibv_context, 'device');
-    return pointerArray(list, count.readInt32LE(0)).map((context) => {
-      const device = BigInt(koffi.decode(context, deviceOffset, 'uintptr_t') as number | bigint);
+    return readPointerArray(list, count.readInt32LE(0)).map((context) => {
+      const device = readPointer(context, deviceOffset);
       return libibverbs.ibv_get_device_name(device) ?? '';
     });
   } finally {

@@ -5,8 +5,10 @@
 import koffi from 'koffi';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { RdmaError, checkPointer } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
-import { rdma_event_channel } from '../structs/rdma-cma.js';
+import { readPointer, type Pointer } from '../ffi/library.js';
+import { rdma_cm_event, rdma_event_channel } from '../structs/rdma-cma.js';
+
+const ID_OFFSET = koffi.offsetof(rdma_cm_event, 'id');
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from './fd-watcher.js';
 import { Resource } from './resource.js';
@@ -80,7 +82,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     const native = this.#eventSlot.readBigUInt64LE(0);
     let event: RawCmEvent;
     try {
-      const idHandle = BigInt(koffi.decode(native, 0, 'uintptr_t') as number | bigint);
+      const idHandle = readPointer(native, ID_OFFSET);
       event = copyCmEvent(native, this.#targets.get(idHandle)?.udPortSpace ?? false);
     } finally {
       librdmacm.rdma_ack_cm_event(native);

@@ -2,7 +2,7 @@
 // CmId: posting sends and receives, and taking their completions.
 import koffi from 'koffi';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import type { Pointer } from '../ffi/library.js';
+import { readPointer, type Pointer } from '../ffi/library.js';
 import { ibv_qp } from '../structs/verbs-resources.js';
 import type { IbvQpCap } from '../structs/verbs-resources.js';
 import { CompletionQueue } from './completion-queue.js';
@@ -16,8 +16,7 @@ import { untrackWorkRequest } from './work-request-ids.js';
 import { argumentError } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
 
-const readPointer = (address: Pointer, field: string) =>
-  BigInt(koffi.decode(address, koffi.offsetof(ibv_qp, field), 'uintptr_t') as number | bigint);
+const qpField = (qp: Pointer, field: string) => readPointer(qp, koffi.offsetof(ibv_qp, field));
 
 /** What the device granted (qp_init_attr.cap is in/out). */
 export interface QueuePairCaps {
@@ -56,12 +55,12 @@ export class QueuePair extends Resource {
       maxInlineData: granted.max_inline_data,
     };
     this.protectionDomain = pd;
-    const sendCq = readPointer(handle, 'send_cq');
-    const recvCq = readPointer(handle, 'recv_cq');
+    const sendCq = qpField(handle, 'send_cq');
+    const recvCq = qpField(handle, 'recv_cq');
     this.sendCq = CompletionQueue.borrow(internal, sendCq, this);
     this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this);
-    this.#usesSrq = readPointer(handle, 'srq') !== 0n;
-    const ops: ContextOps = contextOps(readPointer(handle, 'context'));
+    this.#usesSrq = qpField(handle, 'srq') !== 0n;
+    const ops: ContextOps = contextOps(qpField(handle, 'context'));
     this.#target = { owner: this, handle, ops, postReceive: ops.postRecv, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
   }
 

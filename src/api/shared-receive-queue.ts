@@ -3,7 +3,7 @@
 // Receives complete on the queue pair's receive CQ.
 import koffi from 'koffi';
 import { contextOps } from '../ffi/inline-verbs.js';
-import type { Pointer } from '../ffi/library.js';
+import { readPointer, type Pointer } from '../ffi/library.js';
 import { ibv_srq } from '../structs/verbs-resources.js';
 import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
@@ -25,7 +25,7 @@ export class SharedReceiveQueue extends Resource {
     super('shared receive queue', handle, owner);
     this.maxWr = maxWr;
     this.maxSge = maxSge;
-    const context = BigInt(koffi.decode(handle, koffi.offsetof(ibv_srq, 'context'), 'uintptr_t') as number | bigint);
+    const context = readPointer(handle, koffi.offsetof(ibv_srq, 'context'));
     const ops = contextOps(context);
     this.#target = { owner: this, handle, ops, postReceive: ops.postSrqRecv, pd, maxInlineData: 0, qpType: 'SRQ' };
   }

@@ -4,7 +4,7 @@
 // loops are synchronous busy-polls over prepared work requests and cq.poll(),
 // with nothing allocated per iteration.
 import { writeSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs, usageError } from './arguments.js';
 import { listDevices } from '../api/devices.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { ConnectionError } from '../api/cm-event.js';
@@ -534,33 +534,17 @@ function positiveInteger(value: string | undefined, name: string, max: number): 
 
 /** Runs `rdmacm bench`; resolves to the exit code. */
 export async function runBench(argv: string[]): Promise<number> {
-  const fail = (message: string) => {
-    process.stderr.write(`rdmacm bench: ${message.replace(/\s*\n\s*/g, ' ')}\n\n${usage}`);
-    return 1;
-  };
-  let values: { size?: string; iters?: string; duration?: string; port?: string; json?: boolean; help?: boolean };
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        size: { type: 'string', short: 's' },
-        iters: { type: 'string', short: 'n' },
-        duration: { type: 'string', short: 'D' },
-        port: { type: 'string', short: 'p' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: true,
-    }));
-  } catch (error) {
-    return fail(error instanceof Error ? error.message : String(error));
-  }
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  const fail = (message: string) => usageError('bench', usage, message);
+  const parsed = parseCommandArgs('bench', usage, argv, {
+    size: { type: 'string', short: 's' },
+    iters: { type: 'string', short: 'n' },
+    duration: { type: 'string', short: 'D' },
+    port: { type: 'string', short: 'p' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  }, true);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
   const [modeArg, address, ...extra] = positionals;
   if (modeArg !== 'lat' && modeArg !== 'bw') return fail(modeArg === undefined ? 'say lat or bw' : `unknown test '${modeArg}' (lat or bw)`);
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);

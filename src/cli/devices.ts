@@ -1,6 +1,6 @@
 // `rdmacm devices`: the RDMA devices here, as ibv_devices (a table), ibv_devinfo -v
 // (-v) or JSON (--json).
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './arguments.js';
 import { listDevices, type DeviceInfo, type PortInfo } from '../api/devices.js';
 
 export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for details, --json)';
@@ -111,22 +111,11 @@ function details(devices: DeviceInfo[]): string {
 
 /** Runs `rdmacm devices`; resolves to the exit code (2: no device). */
 export async function runDevices(argv: string[]): Promise<number> {
-  let values: { verbose?: boolean; json?: boolean; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { verbose: { type: 'boolean', short: 'v' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    process.stderr.write(`rdmacm devices: ${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
-    return 1;
-  }
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  const parsed = parseCommandArgs('devices', usage, argv, {
+    verbose: { type: 'boolean', short: 'v' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   let devices: DeviceInfo[];
   try {
     devices = listDevices();

@@ -3,7 +3,7 @@
 // big-endian), the server RDMA-reads it and says "go ahead"; the client
 // advertises its sink buffer, the server RDMA-writes the data back and says
 // "go ahead" again; the client compares source and sink (-V).
-import { parseArgs } from 'node:util';
+import { parseCommandArgs, usageError } from './arguments.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { EventChannel } from '../api/event-channel.js';
 import type { MemoryRegion } from '../api/memory-region.js';
@@ -172,24 +172,13 @@ interface PingOptions {
 }
 
 export async function runPing(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        s: { type: 'boolean' }, c: { type: 'boolean' }, a: { type: 'string' }, p: { type: 'string', default: '7174' },
-        S: { type: 'string', default: '64' }, C: { type: 'string', default: '0' }, v: { type: 'boolean' },
-        V: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-      },
-    }));
-  } catch (error) {
-    process.stderr.write(`rdmacm ping: ${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
-    return 1;
-  }
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  const parsed = parseCommandArgs('ping', usage, argv, {
+    s: { type: 'boolean' }, c: { type: 'boolean' }, a: { type: 'string' }, p: { type: 'string', default: '7174' },
+    S: { type: 'string', default: '64' }, C: { type: 'string', default: '0' }, v: { type: 'boolean' },
+    V: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
+  });
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const options: PingOptions = {
     server: Boolean(values.s),
     address: values.a,
@@ -206,10 +195,7 @@ export async function runPing(argv: string[]): Promise<number> {
     : !Number.isInteger(options.size) || options.size < minSize() || options.size > MAX_SIZE ? `-S must be ${minSize()}–${MAX_SIZE}`
     : !Number.isInteger(options.count) || options.count < 0 ? '-C must be 0 or more'
     : undefined;
-  if (problem) {
-    process.stderr.write(`rdmacm ping: ${problem}\n\n${usage}`);
-    return 1;
-  }
+  if (problem) return usageError('ping', usage, problem);
   const out = (line: string) => process.stdout.write(`${line}\n`);
   try {
     await (options.server ? runServer(options, out) : runClient(options, out));

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { PassThrough, type Readable } from 'node:stream';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './arguments.js';
 import * as api from '../index.js';
 import type { DeviceInfo } from '../index.js';
 import { packageVersion } from './package-info.js';
@@ -210,17 +210,8 @@ function serialLines(source: Readable): { input: PassThrough; next(): void; stop
 
 /** Runs `rdmacm repl`; resolves to the exit code when the session ends. */
 export async function runRepl(argv: string[]): Promise<number> {
-  let values: { help?: boolean };
-  try {
-    ({ values } = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false }));
-  } catch (error) {
-    process.stderr.write(`rdmacm repl: ${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
-    return 1;
-  }
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
+  const parsed = parseCommandArgs('repl', usage, argv, { help: { type: 'boolean', short: 'h' } });
+  if (typeof parsed === 'number') return parsed;
 
   const tracker = new ResourceTracker();
   const exports = trackingExports(tracker);

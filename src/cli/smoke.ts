@@ -1,7 +1,7 @@
 // `rdmacm smoke`: one pass over the whole stack on this host's RDMA device —
 // device found, rdma_cm connection, send/recv both ways, RDMA write then read,
 // clean teardown — with one timed line per step.
-import { parseArgs } from 'node:util';
+import { parseCommandArgs } from './arguments.js';
 import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -246,27 +246,15 @@ async function smokeOnSoftRoce(argv: string[], softRoce: SoftRoce, say: (line: s
 }
 
 export async function runSmokeCommand(argv: string[]): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      options: {
-        address: { type: 'string', short: 'a' },
-        device: { type: 'string', short: 'd' },
-        port: { type: 'string', short: 'p', default: '7474' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (error) {
-    process.stderr.write(`rdmacm smoke: ${error instanceof Error ? error.message : String(error)}\n\n${usage}`);
-    return 1;
-  }
+  const parsed = parseCommandArgs('smoke', usage, argv, {
+    address: { type: 'string', short: 'a' },
+    device: { type: 'string', short: 'd' },
+    port: { type: 'string', short: 'p', default: '7474' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  if (values.help) {
-    process.stdout.write(usage);
-    return 0;
-  }
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
     process.stderr.write(`rdmacm smoke: --port must be 1–65535\n`);

@@ -5,7 +5,7 @@
 // and bound once per context.
 import koffi, { type TypeObject } from 'koffi';
 import { libibverbs } from './libibverbs.js';
-import type { Pointer, PointerArg } from './library.js';
+import { readPointer, type Pointer, type PointerArg } from './library.js';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq } from '../structs/verbs-resources.js';
 import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { rdma_cm_id } from '../structs/rdma-cma.js';
@@ -53,10 +53,6 @@ export interface ContextOps {
 
 const opsOffset = koffi.offsetof(ibv_context, 'ops');
 const opsCache = new Map<Pointer, ContextOps>();
-
-function readPointer(address: Pointer, offset: number): Pointer {
-  return BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
-}
 
 function bindOp<F>(context: Pointer, slot: string, proto: TypeObject): F {
   const fnPointer = readPointer(context, opsOffset + koffi.offsetof(ibv_context_ops, slot));

@@ -20,6 +20,23 @@ export interface FunctionSpec {
   readonly since?: string;
 }
 
+/** Reads the pointer stored at `address + offset` (a struct field holding a pointer). */
+export function readPointer(address: Pointer, offset: number): Pointer {
+  return BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
+}
+
+/** The entries of a counted, NULL-terminated array of pointers (ibv_get_device_list, rdma_get_devices). */
+export function readPointerArray(list: Pointer, count: number): Pointer[] {
+  const entries: Pointer[] = [];
+  for (let index = 0; index < count; index++) {
+    const entry = readPointer(list, index * POINTER_SIZE);
+    if (entry === 0n) break;
+    entries.push(entry);
+  }
+  return entries;
+}
+const POINTER_SIZE = 8;
+
 /** Declare a table entry; the literal C types are kept for the derived TypeScript signature. */
 export const fn = <const R extends string, const P extends readonly string[]>(result: R, params: P, since?: string) =>
   (since === undefined ? { result, params } : { result, params, since }) as { readonly result: R; readonly params: P; readonly since?: string };

@@ -1,0 +1,30 @@
+// The part every command's argument handling shares: parse strictly with
+// util.parseArgs, print one line and the usage for a bad argument (exit 1),
+// and the usage for --help (exit 0).
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+type Parsed<O extends Options> = ReturnType<typeof parseArgs<{ options: O; allowPositionals: true; strict: true }>>;
+
+/** The parsed arguments, or the exit code when the command should stop here (help shown, or a bad argument). */
+export function parseCommandArgs<const O extends Options>(
+  command: string, usage: string, argv: string[], options: O, allowPositionals = false,
+): Parsed<O> | number {
+  let parsed: Parsed<O>;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals, strict: true }) as Parsed<O>;
+  } catch (error) {
+    return usageError(command, usage, error instanceof Error ? error.message : String(error));
+  }
+  if ((parsed.values as { help?: boolean }).help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  return parsed;
+}
+
+/** One line saying what is wrong, then the usage; exit code 1. */
+export function usageError(command: string, usage: string, message: string): number {
+  process.stderr.write(`rdmacm ${command}: ${message.replace(/\s*\n\s*/g, ' ')}\n\n${usage}`);
+  return 1;
+}
