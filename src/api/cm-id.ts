@@ -663,6 +663,11 @@ export class CmId extends Resource implements EventTarget {
     return taken;
   }
 
+  /** @internal Called by the channel when it can no longer read events. */
+  failPending(error: unknown): void {
+    for (const waiter of [...this.#waiters]) waiter.reject(error);
+  }
+
   /** @internal Called by the channel: an event nobody waited for. */
   keepEvent(event: CmEvent<EventTarget>): void {
     this.#inbox.push(event as ConnectionEvent);

@@ -12,7 +12,6 @@ const ID_OFFSET = koffi.offsetof(rdma_cm_event, 'id');
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from './fd-watcher.js';
 import { Resource } from './resource.js';
-import { ResourceClosedError } from './errors.js';
 import type { CmId } from './cm-id.js';
 
 /** What the channel needs from an id to route its events (CmId implements it). */
@@ -22,6 +21,8 @@ export interface EventTarget {
   offerEvent(event: CmEvent<EventTarget>): boolean;
   /** Queues an event nobody waited for. */
   keepEvent(event: CmEvent<EventTarget>): void;
+  /** The channel cannot read events any more: every pending operation fails with `error`. */
+  failPending(error: unknown): void;
 }
 
 /** Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
@@ -98,6 +99,13 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
         if (event) this.#dispatch(event);
         else await this.#watcher.readable();
       }
+    } catch (error) {
+      // A failing read leaves nobody waiting forever: every pending operation gets the error.
+      for (const target of this.#targets.values()) target.failPending(error);
+      for (const waiter of this.#iteratorWaiters.splice(0)) {
+        this.settle();
+        waiter({ value: undefined, done: true });
+      }
     } finally {
       this.#pumping = false;
     }
@@ -164,10 +172,5 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     for (const waiter of this.#iteratorWaiters.splice(0)) waiter({ value: undefined, done: true });
     this.#targets.clear();
     librdmacm.rdma_destroy_event_channel(this.handle);
-  }
-
-  /** @internal For ids: throws if this channel is closed. */
-  assertOpen(operation: string): void {
-    if (this.closed) throw new ResourceClosedError(this.kind, operation);
   }
 }

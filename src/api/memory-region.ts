@@ -77,11 +77,6 @@ export class MemoryRegion extends Resource {
     return { address: this.address, rkey: this.rkey, length: this.length };
   }
 
-  /** Whether [offset, offset+length) lies inside the region. */
-  contains(offset: number, length: number): boolean {
-    return Number.isInteger(offset) && Number.isInteger(length) && offset >= 0 && length >= 0 && offset + length <= this.length;
-  }
-
   /** ibv_dereg_mr. Same as close(). */
   deregister(): void {
     this.close();

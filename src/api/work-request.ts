@@ -1,7 +1,7 @@
 // Work requests, validated once and encoded once into native memory
 // (struct ibv_send_wr / ibv_recv_wr plus one ibv_sge). post() is the hot path:
 // a closed-resource check and one FFI crossing, nothing allocated.
-import koffi, { type TypeObject } from 'koffi';
+import koffi from 'koffi';
 import { z } from 'zod';
 import { RdmaError } from '../ffi/errors.js';
 import {
@@ -13,6 +13,7 @@ import {
 import { AddressHandle } from './address-handle.js';
 import type { Pointer } from '../ffi/library.js';
 import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
+import { memberOffset } from '../structs/registry.js';
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
 import { argumentError, parseArgument, u32, u64 } from './validate.js';
@@ -20,43 +21,30 @@ import { trackWorkRequest } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
-/** The offset of a member path like 'wr.atomic.rkey' in a koffi struct (union members start at 0). */
-function offsetOf(type: TypeObject, path: string): number {
-  let offset = 0;
-  let current = type;
-  for (const name of path.split('.')) {
-    const member = current.members?.[name];
-    if (!member) throw new Error(`no member ${path} in ${type.name}`);
-    offset += current.primitive === 'Union' ? 0 : member.offset;
-    current = member.type;
-  }
-  return offset;
-}
-
 const SEND = {
-  wrId: offsetOf(ibv_send_wr, 'wr_id'),
-  sgList: offsetOf(ibv_send_wr, 'sg_list'),
-  numSge: offsetOf(ibv_send_wr, 'num_sge'),
-  opcode: offsetOf(ibv_send_wr, 'opcode'),
-  sendFlags: offsetOf(ibv_send_wr, 'send_flags'),
-  immData: offsetOf(ibv_send_wr, 'imm_data'),
-  remoteAddr: offsetOf(ibv_send_wr, 'wr.rdma.remote_addr'),
-  rkey: offsetOf(ibv_send_wr, 'wr.rdma.rkey'),
-  atomicRemoteAddr: offsetOf(ibv_send_wr, 'wr.atomic.remote_addr'),
-  compareAdd: offsetOf(ibv_send_wr, 'wr.atomic.compare_add'),
-  swap: offsetOf(ibv_send_wr, 'wr.atomic.swap'),
-  atomicRkey: offsetOf(ibv_send_wr, 'wr.atomic.rkey'),
-  udAh: offsetOf(ibv_send_wr, 'wr.ud.ah'),
-  udRemoteQpn: offsetOf(ibv_send_wr, 'wr.ud.remote_qpn'),
-  udRemoteQkey: offsetOf(ibv_send_wr, 'wr.ud.remote_qkey'),
+  wrId: memberOffset(ibv_send_wr, 'wr_id'),
+  sgList: memberOffset(ibv_send_wr, 'sg_list'),
+  numSge: memberOffset(ibv_send_wr, 'num_sge'),
+  opcode: memberOffset(ibv_send_wr, 'opcode'),
+  sendFlags: memberOffset(ibv_send_wr, 'send_flags'),
+  immData: memberOffset(ibv_send_wr, 'imm_data'),
+  remoteAddr: memberOffset(ibv_send_wr, 'wr.rdma.remote_addr'),
+  rkey: memberOffset(ibv_send_wr, 'wr.rdma.rkey'),
+  atomicRemoteAddr: memberOffset(ibv_send_wr, 'wr.atomic.remote_addr'),
+  compareAdd: memberOffset(ibv_send_wr, 'wr.atomic.compare_add'),
+  swap: memberOffset(ibv_send_wr, 'wr.atomic.swap'),
+  atomicRkey: memberOffset(ibv_send_wr, 'wr.atomic.rkey'),
+  udAh: memberOffset(ibv_send_wr, 'wr.ud.ah'),
+  udRemoteQpn: memberOffset(ibv_send_wr, 'wr.ud.remote_qpn'),
+  udRemoteQkey: memberOffset(ibv_send_wr, 'wr.ud.remote_qkey'),
 };
 const RECV = {
-  wrId: offsetOf(ibv_recv_wr, 'wr_id'),
-  sgList: offsetOf(ibv_recv_wr, 'sg_list'),
-  numSge: offsetOf(ibv_recv_wr, 'num_sge'),
+  wrId: memberOffset(ibv_recv_wr, 'wr_id'),
+  sgList: memberOffset(ibv_recv_wr, 'sg_list'),
+  numSge: memberOffset(ibv_recv_wr, 'num_sge'),
 };
-const SGE_LENGTH = offsetOf(ibv_sge, 'length');
-const SGE_LKEY = offsetOf(ibv_sge, 'lkey');
+const SGE_LENGTH = memberOffset(ibv_sge, 'length');
+const SGE_LKEY = memberOffset(ibv_sge, 'lkey');
 const ATOMIC_SIZE = 8;
 
 /** Where a one-sided operation lands: a peer region's address and rkey (and length, to check bounds). */

@@ -27,6 +27,19 @@ export function cUnion(name: string, fields: Fields): TypeObject {
   return type;
 }
 
+/** The offset of a member path like 'wr.atomic.rkey' (union members start at their union's offset). */
+export function memberOffset(type: TypeObject, path: string): number {
+  let offset = 0;
+  let current = type;
+  for (const name of path.split('.')) {
+    const member = current.members?.[name];
+    if (!member) throw new Error(`no member ${path} in ${type.name}`);
+    offset += current.primitive === 'Union' ? 0 : member.offset;
+    current = member.type;
+  }
+  return offset;
+}
+
 /** An anonymous struct or union nested in another declaration (checked through its parent). */
 export const anonymousStruct = (fields: Fields): TypeObject => koffi.struct(fields);
 export const anonymousUnion = (fields: Fields): TypeObject => koffi.union(fields);
