@@ -11,7 +11,7 @@ import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
-import { PreparedRecv, PreparedSend, type PostTarget, type RecvOptions, type SendOptions } from './work-request.js';
+import { PreparedRecv, PreparedRecvChain, PreparedSend, type PostTarget, type RecvChainOptions, type RecvOptions, type SendOptions } from './work-request.js';
 import { untrackWorkRequest } from './work-request-ids.js';
 import { argumentError } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
@@ -69,6 +69,17 @@ export class QueuePair extends Resource {
     this.ensureOpen('prepareRecv');
     this.#refuseWithSrq('prepareRecv');
     return new PreparedRecv(internal, this.#target, region, options);
+  }
+
+  /**
+   * Validates and encodes `options.count` receives once, linked into one chain
+   * over `region` (receive i at offset + i × stride); post() posts them all in
+   * one call, e.g. to refill a receive ring.
+   */
+  prepareRecvChain(region: MemoryRegion, options: RecvChainOptions): PreparedRecvChain {
+    this.ensureOpen('prepareRecvChain');
+    this.#refuseWithSrq('prepareRecvChain');
+    return new PreparedRecvChain(internal, this.#target, region, options);
   }
 
   /** Validates and encodes a send (or RDMA write/read) once; post() it as often as needed. */

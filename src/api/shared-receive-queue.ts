@@ -9,7 +9,7 @@ import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
-import { PreparedRecv, type PostTarget, type RecvOptions } from './work-request.js';
+import { PreparedRecv, PreparedRecvChain, type PostTarget, type RecvChainOptions, type RecvOptions } from './work-request.js';
 import { untrackWorkRequest } from './work-request-ids.js';
 
 export class SharedReceiveQueue extends Resource {
@@ -34,6 +34,12 @@ export class SharedReceiveQueue extends Resource {
   prepareRecv(region: MemoryRegion, options?: RecvOptions): PreparedRecv {
     this.ensureOpen('prepareRecv');
     return new PreparedRecv(internal, this.#target, region, options);
+  }
+
+  /** Like QueuePair.prepareRecvChain: `options.count` receives posted together by one post(). */
+  prepareRecvChain(region: MemoryRegion, options: RecvChainOptions): PreparedRecvChain {
+    this.ensureOpen('prepareRecvChain');
+    return new PreparedRecvChain(internal, this.#target, region, options);
   }
 
   /** ibv_post_srq_recv of one receive; returns its wr_id. */

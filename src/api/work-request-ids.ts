@@ -12,6 +12,14 @@ export function trackWorkRequest(context: unknown, once: boolean): number {
   return wrId;
 }
 
+/** `count` consecutive fresh wr_ids sharing one context; returns the first. */
+export function trackWorkRequestBlock(count: number, context: unknown): number {
+  if (nextWrId + count - 1 > 0xffffffff) nextWrId = 1; // keep the block consecutive
+  const first = nextWrId;
+  for (let i = 0; i < count; i++) trackWorkRequest(context, false);
+  return first;
+}
+
 /** Forgets a wr_id (its post failed, or its prepared request is gone). */
 export function untrackWorkRequest(wrId: number): void {
   contexts.delete(wrId);

@@ -17,7 +17,7 @@ import { memberOffset } from '../structs/registry.js';
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
 import { argumentError, parseArgument, u32, u64 } from './validate.js';
-import { trackWorkRequest } from './work-request-ids.js';
+import { trackWorkRequest, trackWorkRequestBlock } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
@@ -40,6 +40,7 @@ const SEND = {
 };
 const RECV = {
   wrId: memberOffset(ibv_recv_wr, 'wr_id'),
+  next: memberOffset(ibv_recv_wr, 'next'),
   sgList: memberOffset(ibv_recv_wr, 'sg_list'),
   numSge: memberOffset(ibv_recv_wr, 'num_sge'),
 };
@@ -60,6 +61,18 @@ const recvOptionsSchema = z.strictObject({
   context: z.unknown().optional(),
 });
 export type RecvOptions = z.input<typeof recvOptionsSchema>;
+
+const recvChainOptionsSchema = z.strictObject({
+  /** How many receives the chain posts at once. */
+  count: z.number().int().min(1).max(4096),
+  offset: z.number().int().min(0).default(0),
+  /** Bytes each receive may take (default: the stride, or the rest of the region when the stride is 0). */
+  length: z.number().int().min(1).max(0xffffffff, 'an SGE length is a u32').optional(),
+  /** Bytes from one receive's buffer to the next; 0 puts every receive on the same bytes. Default: the length. */
+  stride: z.number().int().min(0).optional(),
+  context: z.unknown().optional(),
+});
+export type RecvChainOptions = z.input<typeof recvChainOptionsSchema>;
 
 const sendOptionsSchema = recvOptionsSchema.extend({
   opcode: z.enum(['SEND', 'RDMA_WRITE', 'RDMA_READ', 'ATOMIC_CMP_AND_SWP', 'ATOMIC_FETCH_AND_ADD']).default('SEND'),
@@ -268,5 +281,85 @@ export class PreparedRecv extends PreparedWorkRequest {
     this.check('PreparedRecv.post');
     const ret = this.target.postReceive(this.target.handle, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError(this.target.qpType === 'SRQ' ? 'ibv_post_srq_recv' : 'ibv_post_recv', ret);
+  }
+}
+
+/**
+ * `count` receives linked into one chain (ibv_recv_wr.next), encoded once: one
+ * post() posts them all in a single call. Receive i lands at offset + i × stride;
+ * its wr_id is firstWrId + i (slotOf() maps a completion back to i).
+ */
+export class PreparedRecvChain {
+  readonly count: number;
+  readonly firstWrId: number;
+  /** Where each receive lands, relative to the region's start. */
+  readonly offset: number;
+  readonly stride: number;
+  readonly length: number;
+  readonly #target: PostTarget;
+  readonly #region: MemoryRegion;
+  /** The chain's native memory: the requests, their SGEs, then the bad_wr slot. */
+  readonly #memory: NativeScratch;
+  readonly #badWrOffset: number;
+  readonly #badWr: Pointer;
+
+  constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
+    assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
+    const operation = 'QueuePair.prepareRecvChain';
+    if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
+    const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
+    const length = o.length ?? (o.stride ? o.stride : region.length - o.offset);
+    const stride = o.stride ?? length;
+    const last = o.offset + (o.count - 1) * stride;
+    // The last receive's range checks them all: they only move forward by the stride.
+    localRange(operation, region, target.pd, last, length);
+    this.count = o.count;
+    this.offset = o.offset;
+    this.stride = stride;
+    this.length = length;
+    this.#target = target;
+    this.#region = region;
+    this.firstWrId = trackWorkRequestBlock(o.count, o.context);
+
+    const wrSize = ibv_recv_wr.size;
+    const sgeBase = wrSize * o.count;
+    const memory = nativeScratch(sgeBase + ibv_sge.size * o.count + 8);
+    const v = memory.view;
+    for (let i = 0; i < o.count; i++) {
+      const wr = i * wrSize;
+      const sge = sgeBase + i * ibv_sge.size;
+      v.setUint32(wr + RECV.wrId, this.firstWrId + i, true);
+      v.setBigUint64(wr + RECV.next, i + 1 < o.count ? memory.address + BigInt(wr + wrSize) : 0n, true);
+      v.setBigUint64(wr + RECV.sgList, memory.address + BigInt(sge), true);
+      v.setInt32(wr + RECV.numSge, 1, true);
+      v.setBigUint64(sge, region.address + BigInt(o.offset + i * stride), true);
+      v.setUint32(sge + SGE_LENGTH, length, true);
+      v.setUint32(sge + SGE_LKEY, region.lkey, true);
+    }
+    this.#memory = memory;
+    this.#badWrOffset = sgeBase + ibv_sge.size * o.count;
+    this.#badWr = memory.address + BigInt(this.#badWrOffset);
+  }
+
+  /** The index of the receive a completion's wr_id belongs to, or -1 when it is not this chain's. */
+  slotOf(wrId: number): number {
+    const slot = wrId - this.firstWrId;
+    return slot >= 0 && slot < this.count ? slot : -1;
+  }
+
+  /**
+   * Posts every receive of the chain: one FFI crossing. If the provider refuses
+   * one, the receives before it are posted and the error says how many.
+   */
+  post(): void {
+    const target = this.#target;
+    if (target.owner.closed) throw argumentError('PreparedRecvChain.post', 'queuePair', 'the queue pair is closed');
+    if (this.#region.closed) throw argumentError('PreparedRecvChain.post', 'region', 'the memory region is deregistered');
+    const ret = target.postReceive(target.handle, this.#memory.address, this.#badWr);
+    if (ret !== 0) {
+      const failedAt = Number(this.#memory.view.getBigUint64(this.#badWrOffset, true) - this.#memory.address) / ibv_recv_wr.size;
+      const posted = Number.isInteger(failedAt) && failedAt >= 0 && failedAt < this.count ? failedAt : 0;
+      throw new RdmaError(target.qpType === 'SRQ' ? 'ibv_post_srq_recv' : 'ibv_post_recv', ret, `${posted} of the chain's ${this.count} receives were posted`);
+    }
   }
 }

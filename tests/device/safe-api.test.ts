@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   createId, getAddrInfo, ConnectionError, EventChannel, RdmaError, WorkCompletionError, type CmId,
+  type MemoryRegion, type PreparedRecvChain,
 } from '../../src/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
@@ -171,4 +172,64 @@ test('an AbortSignal stops a connect that nobody answers', { timeout: 30_000 }, 
   await assert.rejects(connecting, { name: 'AbortError' });
   id.close();
   assert.equal(id.closed, true);
+});
+
+test('a receive chain posts its receives in one call, each into its own slot', async () => {
+  const slots = 4;
+  const stride = 32;
+  let chain: PreparedRecvChain | undefined;
+  let inbox: MemoryRegion | undefined;
+  const pair = await connectPair({
+    qp: { sendWr: 8, recvWr: 8, inlineData: 64 },
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(8 + slots * stride));
+      // Validation comes first: a chain that leaves the region, or has no receives, never reaches C.
+      assert.throws(() => id.queuePair.prepareRecvChain(inbox!, { count: slots, offset: 9, stride }), { name: 'RdmaArgumentError', message: /leaves the/ });
+      assert.throws(() => id.queuePair.prepareRecvChain(inbox!, { count: 0 }), { name: 'RdmaArgumentError' });
+      chain = id.queuePair.prepareRecvChain(inbox, { count: slots, offset: 8, stride, context: 'ring' });
+      chain.post();
+    },
+  });
+  try {
+    const outbox = pair.client.regMsgs(Buffer.alloc(stride));
+    for (let i = 0; i < slots; i++) {
+      outbox.buffer.fill(0x41 + i);
+      pair.client.postSend(outbox, { length: stride - i });
+      await withTimeout(pair.client.queuePair.nextSendCompletion());
+    }
+    const seen: number[] = [];
+    for (let i = 0; i < slots; i++) {
+      const completion = await withTimeout(pair.server.queuePair.nextRecvCompletion());
+      const slot = chain!.slotOf(completion.wrId);
+      seen.push(slot);
+      assert.equal(completion.context, 'ring');
+      assert.equal(completion.byteLen, stride - i);
+      const bytes = inbox!.buffer.subarray(8 + slot * stride, 8 + slot * stride + completion.byteLen);
+      assert.ok(bytes.every((b) => b === 0x41 + i), `slot ${slot} holds message ${i}`);
+    }
+    // Receives are taken in posting order, so message i lands in slot i.
+    assert.deepEqual(seen, [0, 1, 2, 3]);
+    assert.equal(chain!.slotOf(chain!.firstWrId + slots), -1);
+
+    // More receives than the queue holds: the provider refuses the rest, and
+    // the error says how many of that post went in (rxe's queue may hold more
+    // than the granted max_recv_wr, so keep posting until it is full).
+    const granted = pair.server.queuePair.caps.maxRecvWr;
+    const tooLong = pair.server.queuePair.prepareRecvChain(inbox!, { count: granted + 1, offset: 8, stride: 0, length: stride });
+    let refusal: unknown;
+    for (let attempt = 0; attempt < 16 && refusal === undefined; attempt++) {
+      try {
+        tooLong.post();
+      } catch (error) {
+        refusal = error;
+      }
+    }
+    assert.ok(refusal instanceof RdmaError, `a full receive queue refuses the chain (${String(refusal)})`);
+    assert.equal(refusal.syscall, 'ibv_post_recv');
+    const [, posted] = /(\d+) of the chain's (\d+) receives were posted/.exec(refusal.message) ?? [];
+    assert.ok(posted !== undefined && Number(posted) <= granted, refusal.message);
+  } finally {
+    pair.close();
+  }
 });
