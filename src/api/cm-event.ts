@@ -1,9 +1,10 @@
 // Connection-manager events (struct rdma_cm_event) copied into plain objects,
 // and the typed errors that event statuses become.
 import koffi from 'koffi';
-import { readPointer, type Pointer } from '../ffi/library.js';
+import type { Pointer } from '../ffi/library.js';
 import { errnoName } from '../ffi/errors.js';
-import { rdma_cm_event, rdma_conn_param, rdma_ud_param, type RdmaConnParam, type RdmaUdParam } from '../structs/rdma-cma.js';
+import { rdma_cm_event, rdma_ud_param, type RdmaUdParam } from '../structs/rdma-cma.js';
+import { memberOffset } from '../structs/registry.js';
 import type { IbvAhAttr } from '../structs/verbs-resources.js';
 import { CmEventType, type CmEventTypeName } from './enums.js';
 
@@ -38,12 +39,21 @@ export interface RawCmEvent {
   readonly ud: EventUdParam | undefined;
 }
 
-const OFFSET = {
-  id: koffi.offsetof(rdma_cm_event, 'id'),
-  listenId: koffi.offsetof(rdma_cm_event, 'listen_id'),
-  event: koffi.offsetof(rdma_cm_event, 'event'),
-  status: koffi.offsetof(rdma_cm_event, 'status'),
-  param: koffi.offsetof(rdma_cm_event, 'param'),
+const EVENT = {
+  id: memberOffset(rdma_cm_event, 'id'),
+  listenId: memberOffset(rdma_cm_event, 'listen_id'),
+  event: memberOffset(rdma_cm_event, 'event'),
+  status: memberOffset(rdma_cm_event, 'status'),
+  param: memberOffset(rdma_cm_event, 'param'),
+  privateData: memberOffset(rdma_cm_event, 'param.conn.private_data'),
+  privateDataLen: memberOffset(rdma_cm_event, 'param.conn.private_data_len'),
+  responderResources: memberOffset(rdma_cm_event, 'param.conn.responder_resources'),
+  initiatorDepth: memberOffset(rdma_cm_event, 'param.conn.initiator_depth'),
+  flowControl: memberOffset(rdma_cm_event, 'param.conn.flow_control'),
+  retryCount: memberOffset(rdma_cm_event, 'param.conn.retry_count'),
+  rnrRetryCount: memberOffset(rdma_cm_event, 'param.conn.rnr_retry_count'),
+  srq: memberOffset(rdma_cm_event, 'param.conn.srq'),
+  qpNum: memberOffset(rdma_cm_event, 'param.conn.qp_num'),
 };
 
 const UD_EVENTS = new Set<string>(['MULTICAST_JOIN', 'MULTICAST_ERROR']);
@@ -53,28 +63,34 @@ function copyPrivateData(address: Pointer | null, length: number): Buffer {
   return Buffer.from(new Uint8Array(koffi.view(address, length)));
 }
 
-/** Copies everything out of a native rdma_cm_event (before it is acked). */
-export function copyCmEvent(event: Pointer, udPortSpace: boolean): RawCmEvent {
-  const type = CmEventType.nameOf(koffi.decode(event, OFFSET.event, 'int') as number);
-  const status = koffi.decode(event, OFFSET.status, 'int') as number;
-  const idHandle = readPointer(event, OFFSET.id);
-  const listen = readPointer(event, OFFSET.listenId);
+/**
+ * Copies everything out of a native rdma_cm_event (before it is acked).
+ * `udPortSpace` says whether the event's id is UD, or looks it up by id handle
+ * (a channel serves ids of both kinds).
+ */
+export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idHandle: Pointer) => boolean)): RawCmEvent {
+  // One view of the whole struct instead of a native decode per field: events
+  // are read on the event loop, often hundreds at a time.
+  const v = new DataView(koffi.view(event, rdma_cm_event.size));
+  const type = CmEventType.nameOf(v.getInt32(EVENT.event, true));
+  const status = v.getInt32(EVENT.status, true);
+  const idHandle = v.getBigUint64(EVENT.id, true);
+  const listen = v.getBigUint64(EVENT.listenId, true);
   let conn: EventConnParam | undefined;
   let ud: EventUdParam | undefined;
-  if (udPortSpace || UD_EVENTS.has(type)) {
-    const p = koffi.decode(event, OFFSET.param, rdma_ud_param) as RdmaUdParam;
+  if (UD_EVENTS.has(type) || (typeof udPortSpace === 'boolean' ? udPortSpace : udPortSpace(idHandle))) {
+    const p = koffi.decode(event, EVENT.param, rdma_ud_param) as RdmaUdParam;
     ud = { privateData: copyPrivateData(p.private_data, p.private_data_len), ahAttr: p.ah_attr, qpNum: p.qp_num, qkey: p.qkey };
   } else {
-    const p = koffi.decode(event, OFFSET.param, rdma_conn_param) as RdmaConnParam;
     conn = {
-      privateData: copyPrivateData(p.private_data, p.private_data_len),
-      responderResources: p.responder_resources,
-      initiatorDepth: p.initiator_depth,
-      flowControl: p.flow_control,
-      retryCount: p.retry_count,
-      rnrRetryCount: p.rnr_retry_count,
-      srq: p.srq !== 0,
-      qpNum: p.qp_num,
+      privateData: copyPrivateData(v.getBigUint64(EVENT.privateData, true), v.getUint8(EVENT.privateDataLen)),
+      responderResources: v.getUint8(EVENT.responderResources),
+      initiatorDepth: v.getUint8(EVENT.initiatorDepth),
+      flowControl: v.getUint8(EVENT.flowControl),
+      retryCount: v.getUint8(EVENT.retryCount),
+      rnrRetryCount: v.getUint8(EVENT.rnrRetryCount),
+      srq: v.getUint8(EVENT.srq) !== 0,
+      qpNum: v.getUint32(EVENT.qpNum, true),
     };
   }
   return { type, status, idHandle, listenIdHandle: listen === 0n ? null : listen, conn, ud };

@@ -38,7 +38,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   mode: CompletionMode = 'events';
   readonly #ops: ContextOps;
   readonly #channel: Pointer;
-  readonly #watcher: FdWatcher | undefined;
+  /** The channel's fd watcher, made non-blocking on first use: busy-polling code never needs it. */
+  #channelWatcher: FdWatcher | undefined;
   readonly #entriesAddress: Pointer;
   readonly #view: DataView;
   readonly #eventSlots = Buffer.alloc(16);
@@ -50,11 +51,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     super('completion queue', handle, owner);
     this.#ops = contextOps(readPointer(handle, CQ_CONTEXT));
     this.#channel = readPointer(handle, CQ_CHANNEL);
-    if (this.#channel !== 0n) {
-      const fd = koffi.decode(this.#channel, CHANNEL_FD, 'int') as number;
-      setNonBlocking(fd);
-      this.#watcher = new FdWatcher(fd);
-    }
     const entries = nativeScratch(WC_SIZE * BATCH);
     this.#entriesAddress = entries.address;
     this.#view = entries.view;
@@ -104,8 +100,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       if (this.poll(1)) return this.#checked(this.completionAt(0));
       this.#armNotify();
       if (this.poll(1)) return this.#checked(this.completionAt(0));
-      if (!this.#watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use poll()');
-      blockUntilReadable(this.#watcher.fd, -1);
+      const watcher = this.#watcher();
+      if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use poll()');
+      blockUntilReadable(watcher.fd, -1);
       this.#drainChannel();
     }
   }
@@ -153,8 +150,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
           this.#deliver(this.completionAt(0));
           continue;
         }
-        if (!this.#watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
-        await this.#watcher.readable();
+        const watcher = this.#watcher();
+        if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
+        await watcher.readable();
         this.#drainChannel();
       }
     } catch (error) {
@@ -174,6 +172,15 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #checked(completion: WorkCompletion): WorkCompletion {
     if (completion.status !== 'SUCCESS') throw new WorkCompletionError(completion);
     return completion;
+  }
+
+  /** The completion channel's watcher (its fd set non-blocking), made on first need; undefined without a channel. */
+  #watcher(): FdWatcher | undefined {
+    if (this.#channelWatcher || this.#channel === 0n) return this.#channelWatcher;
+    const fd = koffi.decode(this.#channel, CHANNEL_FD, 'int') as number;
+    setNonBlocking(fd);
+    this.#channelWatcher = new FdWatcher(fd);
+    return this.#channelWatcher;
   }
 
   #armNotify(): void {
@@ -197,7 +204,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   protected release(): void {
     // ibv_destroy_cq waits for every event to be acked.
     this.#ackEvents();
-    this.#watcher?.close();
+    this.#channelWatcher?.close();
+    if (this.#waiters.length === 0) return;
     const error = new ResourceClosedError(this.kind, 'next');
     for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
   }

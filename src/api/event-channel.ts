@@ -5,10 +5,9 @@
 import koffi from 'koffi';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { RdmaError, checkPointer } from '../ffi/errors.js';
-import { readPointer, type Pointer } from '../ffi/library.js';
+import type { Pointer } from '../ffi/library.js';
 import { rdma_cm_event, rdma_event_channel } from '../structs/rdma-cma.js';
 
-const ID_OFFSET = koffi.offsetof(rdma_cm_event, 'id');
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from './fd-watcher.js';
 import { Resource } from './resource.js';
@@ -33,6 +32,8 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   readonly #watcher: FdWatcher;
   readonly #targets = new Map<Pointer, EventTarget>();
   readonly #eventSlot = Buffer.alloc(8);
+  /** Whether an event's id carries UD parameters (bound once: called for every event). */
+  readonly #isUdPortSpace = (idHandle: Pointer): boolean => this.#targets.get(idHandle)?.udPortSpace ?? false;
   #demand = 0;
   #pumping = false;
   #iterators = 0;
@@ -83,8 +84,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     const native = this.#eventSlot.readBigUInt64LE(0);
     let event: RawCmEvent;
     try {
-      const idHandle = readPointer(native, ID_OFFSET);
-      event = copyCmEvent(native, this.#targets.get(idHandle)?.udPortSpace ?? false);
+      event = copyCmEvent(native, this.#isUdPortSpace);
     } finally {
       librdmacm.rdma_ack_cm_event(native);
     }
