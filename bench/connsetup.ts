@@ -1,6 +1,7 @@
 // Connection setup with the asynchronous API, timed step by step as rdma-core's
 // cmtime times them: every step is started for all connections at once and the
-// step's wall time is divided by the number of connections.
+// step's wall time is divided by the number of connections. Two rounds: a
+// cold one (libraries loaded, code compiled) and the measured, warm one.
 //
 //   node dist/bench/connsetup.js SERVER_ADDR [PORT] [CONNECTIONS]
 //
@@ -16,30 +17,52 @@ if (!address) {
 }
 const port = Number(portArg);
 const count = Number(countArg);
-
-const steps: Record<string, number> = {};
-async function step(name: string, action: () => Promise<unknown> | unknown): Promise<void> {
-  const started = performance.now();
-  await action();
-  steps[name] = Math.round(((performance.now() - started) * 1000 / count) * 100) / 100;
-}
+const verbose = process.env.BENCH_VERBOSE === '1';
+const WARMUP_ROUNDS = Number(process.env.BENCH_CONN_WARMUP ?? 3);
 
 const channel = new EventChannel();
-let ids: CmId[] = [];
-await step('create_id', () => {
-  ids = Array.from({ length: count }, () => createId(channel));
-});
-await step('resolve_addr', () => Promise.all(ids.map((id) => id.resolveAddr({ address, port }, { timeoutMs: 30_000 }))));
-await step('resolve_route', () => Promise.all(ids.map((id) => id.resolveRoute({ timeoutMs: 30_000 }))));
-await step('create_qp', () => {
-  for (const id of ids) id.createQp({ sendWr: 1, recvWr: 1 });
-});
-await step('connect', () => Promise.all(ids.map((id) => id.connect(undefined, { timeoutMs: 60_000 }))));
-// cmtime's server answers a disconnect; a peer that does not is timed out, not waited for forever.
-await step('disconnect', () => Promise.all(ids.map((id) => id.disconnect({ timeoutMs: 10_000 }).catch(() => undefined))));
-await step('destroy', () => {
-  for (const id of ids) id.close();
-});
+
+/** One round of `count` connections, step by step; µs per connection for each step. */
+async function round(): Promise<Record<string, number>> {
+  const steps: Record<string, number> = {};
+  const step = async (name: string, action: () => Promise<unknown> | unknown): Promise<void> => {
+    if (verbose) console.error(`connsetup: ${name}`);
+    const started = performance.now();
+    await action();
+    steps[name] = Math.round(((performance.now() - started) * 1000 / count) * 100) / 100;
+  };
+  let ids: CmId[] = [];
+  await step('create_id', () => {
+    ids = Array.from({ length: count }, () => createId(channel));
+  });
+  await step('resolve_addr', () => Promise.all(ids.map((id) => id.resolveAddr({ address, port }, { timeoutMs: 30_000 }))));
+  await step('resolve_route', () => Promise.all(ids.map((id) => id.resolveRoute({ timeoutMs: 30_000 }))));
+  await step('create_qp', () => {
+    for (const id of ids) id.createQp({ sendWr: 1, recvWr: 1 });
+  });
+  await step('connect', () => Promise.all(ids.map((id) => id.connect(undefined, { timeoutMs: 60_000 }))));
+  // cmtime's server answers a disconnect; a peer that does not is timed out, not waited for forever.
+  await step('disconnect', () => Promise.all(ids.map((id) => id.disconnect({ timeoutMs: 10_000 }).catch(() => undefined))));
+  await step('destroy', () => {
+    for (const id of ids) id.close();
+  });
+  return steps;
+}
+
+/** What cmtime's steps add up to before a connection carries data: create id through connect. */
+const setupTotal = (steps: Record<string, number>) =>
+  Math.round((steps.create_id! + steps.resolve_addr! + steps.resolve_route! + steps.create_qp! + steps.connect!) * 100) / 100;
+
+// A C program is linked and compiled before main(); the binding loads its
+// libraries and V8 compiles and optimizes its code during the first rounds.
+// Those warm-up rounds are reported too, but the figure is the round after them.
+const warmup: Record<string, number>[] = [];
+for (let i = 0; i < WARMUP_ROUNDS; i++) warmup.push(await round());
+const warm = await round();
 channel.close();
-const setup = steps.resolve_addr! + steps.resolve_route! + steps.connect!;
-console.log(JSON.stringify({ connections: count, us_per_conn: steps, resolve_route_connect_us_per_conn: Math.round(setup * 100) / 100 }));
+console.log(JSON.stringify({
+  connections: count,
+  us_per_conn: warm,
+  setup_us_per_conn: setupTotal(warm),
+  warmup_rounds: warmup.map((steps) => ({ us_per_conn: steps, setup_us_per_conn: setupTotal(steps) })),
+}));

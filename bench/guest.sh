@@ -27,6 +27,7 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 
 # pair OUT SERVER_CMD... -- CLIENT_CMD...: runs the server in the background,
 # waits for it to listen, then the client; the client's stdout goes to OUT. perftest servers need no warning; ours retry.
+# A server that has not ended SERVER_LINGER seconds (default 60) after its client is stopped (cmtime's never ends).
 pair() {
   local out=$1; shift
   local server=() client=()
@@ -37,7 +38,7 @@ pair() {
   local spid=$!
   sleep "${BENCH_SERVER_DELAY:-1.5}"
   if ! timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then say "FAILED: ${client[*]} (see $out.err)"; fi
-  if ! timeout 60 tail --pid=$spid -f /dev/null; then kill $spid 2>/dev/null; fi
+  if ! timeout "${SERVER_LINGER:-60}" tail --pid=$spid -f /dev/null; then kill $spid 2>/dev/null; fi
   wait $spid 2>/dev/null
 }
 
@@ -62,8 +63,8 @@ port=$((port + 1)); pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $B
 
 for r in $(seq 1 2); do
   say "connection setup, $CONNS connections, run $r: cmtime, then the binding (both against cmtime's server)"
-  port=$((port + 1)); pair "$RAW/c-cmtime-r$r.txt" cmtime -b "$ADDR" -p $port -c "$CONNS" -- cmtime -s "$ADDR" -p $port -c "$CONNS"
-  port=$((port + 1)); pair "$RAW/ts-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup.js" "$ADDR" $port "$CONNS"
+  port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/c-cmtime-r$r.txt" cmtime -b "$ADDR" -p $port -c "$CONNS" -- cmtime -s "$ADDR" -p $port -c "$CONNS"
+  port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/ts-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup.js" "$ADDR" $port "$CONNS"
 done
 
 say "JS heap across 1e5 post/poll cycles"

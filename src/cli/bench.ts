@@ -12,11 +12,11 @@ import { EventChannel } from '../api/event-channel.js';
 import type { CompletionQueue } from '../api/completion-queue.js';
 import type { MemoryRegion } from '../api/memory-region.js';
 import type { QueuePair } from '../api/queue-pair.js';
-import type { PreparedRecv, PreparedSend } from '../api/work-request.js';
+import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work-request.js';
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench';
 
-const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-D SECONDS] [-p PORT] [--json] [SERVER_ADDR]
+const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [--json] [SERVER_ADDR]
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
 ib_send_lat and ib_send_bw do. Without SERVER_ADDR it serves one client and
@@ -31,6 +31,9 @@ Options:
   -s, --size SIZE        message size in bytes (default 2 for lat, 65536 for bw)
   -n, --iters ITERS      measured iterations (default 10000 for lat, 1000 for bw),
                          after warm-up iterations that are not measured
+  -w, --warmup ITERS     warm-up iterations before measuring, to let V8 optimize the
+                         loop (default 20000 for lat; for bw 5000 messages, or
+                         64 MiB when that is fewer, and at least 256)
   -D, --duration SECONDS measure for this long instead of ITERS iterations
   -p, --port PORT        the rdma_cm port (default 7480)
       --json             print one JSON object: {size, iters, min_us, p50_us, avg_us,
@@ -56,6 +59,7 @@ const LAT_RECV_DEPTH = 16;
 const MAX_INLINE = 236; // perftest's default inline size for latency tests
 const STALL_MS = 15_000; // a loop with no completion for this long gives up
 const DURATION_CAPACITY = 2_000_000; // latency samples kept in a -D run
+const WARMUP_BYTES = 64 * 1024 * 1024; // bw warm-up with large messages
 
 type Mode = 'lat' | 'bw';
 
@@ -111,9 +115,14 @@ function decodePlan(data: Buffer | undefined): Plan | undefined {
   };
 }
 
-/** Warm-up iterations: enough to get the loop optimized and the queues full, never measured. */
-function warmupFor(mode: Mode, iters: number): number {
-  return mode === 'lat' ? Math.min(1000, Math.max(100, Math.floor(iters / 10))) : Math.min(1000, Math.max(2 * WINDOW, Math.floor(iters / 10)));
+/**
+ * Default warm-up iterations, never measured. V8 optimizes a loop only after
+ * thousands of iterations (and under emulation its compiler takes seconds), so
+ * lat warms up for 20000 round trips; bw for 5000 messages, or 64 MiB when
+ * messages are large.
+ */
+function warmupFor(mode: Mode, size: number): number {
+  return mode === 'lat' ? 20_000 : Math.max(2 * WINDOW, Math.min(5_000, Math.floor(WARMUP_BYTES / size)));
 }
 
 /** A percentage line on stderr while a loop runs (TTY only). */
@@ -162,6 +171,8 @@ interface Link {
   recvRegion: MemoryRegion;
   sendRegion: MemoryRegion;
   recv: PreparedRecv;
+  /** RECV_CHAIN receives into the same buffer, posted with one call. */
+  recvChain: PreparedRecvChain;
   /** Signaled and unsignaled sends of the same message, and the zero-byte stop message. */
   sendSignaled: PreparedSend;
   sendUnsignaled: PreparedSend;
@@ -188,16 +199,18 @@ function buildLink(id: CmId, plan: Plan, server: boolean): Link {
   const recvRegion = id.regMsgs(Buffer.alloc(plan.size));
   const sendRegion = id.regMsgs(Buffer.alloc(plan.size, 0x5a));
   const recv = qp.prepareRecv(recvRegion);
+  const recvChain = qp.prepareRecvChain(recvRegion, { count: RECV_CHAIN, stride: 0, length: plan.size });
   const source = inline ? sendRegion.buffer : sendRegion;
   const sendSignaled = qp.prepareSend(source, { inline, signaled: true });
   const sendUnsignaled = qp.prepareSend(source, { inline, signaled: false });
   const stop = qp.prepareSend(source, { inline, signaled: true, length: 0 });
-  return { id, qp, recvRegion, sendRegion, recv, sendSignaled, sendUnsignaled, stop, inline };
+  return { id, qp, recvRegion, sendRegion, recv, recvChain, sendSignaled, sendUnsignaled, stop, inline };
 }
 
-/** Posts `count` receives of the prepared request (the provider copies each, so one request serves them all). */
-function postReceives(recv: PreparedRecv, count: number): void {
-  for (let i = 0; i < count; i++) recv.post();
+/** Posts `count` receives (a multiple of RECV_CHAIN, or fewer than one chain) of the same buffer. */
+function postReceives(link: Link, count: number): void {
+  for (let i = 0; i + RECV_CHAIN <= count; i += RECV_CHAIN) link.recvChain.post();
+  for (let i = 0; i < count % RECV_CHAIN; i++) link.recv.post();
 }
 
 /** Waits for one completion on `cq` (busy-poll); returns how many the poll found. */
@@ -392,7 +405,7 @@ function stream(link: Link, count: number, durationMs: number, progress: Progres
 
 /** The server's side of the stream: count receives, re-post them in chains; stop at the zero-byte message. */
 function bandwidthServer(link: Link, plan: Plan): BandwidthResult {
-  const { qp, recv } = link;
+  const { qp, recvChain } = link;
   const recvCq = qp.recvCq;
   let received = 0;
   let consumed = 0;
@@ -423,7 +436,7 @@ function bandwidthServer(link: Link, plan: Plan): BandwidthResult {
     if (stop) break;
     consumed += got;
     while (consumed >= RECV_CHAIN) {
-      postReceives(recv, RECV_CHAIN);
+      recvChain.post();
       consumed -= RECV_CHAIN;
     }
   }
@@ -452,7 +465,7 @@ async function connectClient(channel: EventChannel, address: string, port: numbe
       await id.resolveAddr({ address, port }, { timeoutMs: 5000 });
       await id.resolveRoute({ timeoutMs: 5000 });
       const link = buildLink(id, plan, false);
-      postReceives(link.recv, LAT_RECV_DEPTH);
+      postReceives(link, LAT_RECV_DEPTH);
       const { privateData } = await id.connect({ privateData: encodePlan(plan) }, { timeoutMs: 15_000 });
       const agreed = decodePlan(privateData);
       if (!agreed || agreed.mode !== plan.mode || agreed.size !== plan.size) {
@@ -484,7 +497,7 @@ async function acceptClient(channel: EventChannel, port: number, mode: Mode): Pr
         continue;
       }
       const link = buildLink(id, plan, true);
-      postReceives(link.recv, plan.mode === 'bw' ? RECV_DEPTH : LAT_RECV_DEPTH);
+      postReceives(link, plan.mode === 'bw' ? RECV_DEPTH : LAT_RECV_DEPTH);
       await id.accept({ privateData: encodePlan(plan) }, { timeoutMs: 15_000 });
       return { listener, link, plan };
     }
@@ -538,6 +551,7 @@ export async function runBench(argv: string[]): Promise<number> {
   const parsed = parseCommandArgs('bench', usage, argv, {
     size: { type: 'string', short: 's' },
     iters: { type: 'string', short: 'n' },
+    warmup: { type: 'string', short: 'w' },
     duration: { type: 'string', short: 'D' },
     port: { type: 'string', short: 'p' },
     json: { type: 'boolean' },
@@ -549,10 +563,11 @@ export async function runBench(argv: string[]): Promise<number> {
   if (modeArg !== 'lat' && modeArg !== 'bw') return fail(modeArg === undefined ? 'say lat or bw' : `unknown test '${modeArg}' (lat or bw)`);
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
   const mode: Mode = modeArg;
-  let size: number, iters: number, durationMs: number, port: number;
+  let size: number, iters: number, warmup: number, durationMs: number, port: number;
   try {
     size = positiveInteger(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
     iters = positiveInteger(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' ? 10_000 : 1000);
+    warmup = positiveInteger(values.warmup, '--warmup', 100_000_000) ?? warmupFor(mode, size);
     durationMs = (positiveInteger(values.duration, '--duration', 3600) ?? 0) * 1000;
     port = positiveInteger(values.port, '--port', 65535) ?? DEFAULT_PORT;
   } catch (error) {
@@ -581,7 +596,7 @@ export async function runBench(argv: string[]): Promise<number> {
     let plan: Plan;
     let result: LatencyResult | BandwidthResult;
     if (address !== undefined) {
-      plan = { mode, size, iters, warmup: warmupFor(mode, iters), durationMs };
+      plan = { mode, size, iters, warmup, durationMs };
       link = await connectClient(channel, address, port, plan);
       // A -D run has no known iteration count: no progress line.
       const progress = showProgress && durationMs === 0 ? new Progress(true, `bench ${mode} ${size} B`, iters) : undefined;
