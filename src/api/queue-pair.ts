@@ -2,7 +2,7 @@
 // CmId: posting sends and receives, and taking their completions.
 import koffi from 'koffi';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import { readPointer, type Pointer } from '../ffi/library.js';
+import { nativeView, type Pointer } from '../ffi/library.js';
 import { ibv_qp } from '../structs/verbs-resources.js';
 import type { IbvQpCap } from '../structs/verbs-resources.js';
 import { CompletionQueue } from './completion-queue.js';
@@ -16,7 +16,14 @@ import { untrackWorkRequest } from './work-request-ids.js';
 import { argumentError } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
 
-const qpField = (qp: Pointer, field: string) => readPointer(qp, koffi.offsetof(ibv_qp, field));
+const QP = {
+  context: koffi.offsetof(ibv_qp, 'context'),
+  sendCq: koffi.offsetof(ibv_qp, 'send_cq'),
+  recvCq: koffi.offsetof(ibv_qp, 'recv_cq'),
+  srq: koffi.offsetof(ibv_qp, 'srq'),
+  qpNum: koffi.offsetof(ibv_qp, 'qp_num'),
+  qpType: koffi.offsetof(ibv_qp, 'qp_type'),
+};
 
 /** What the device granted (qp_init_attr.cap is in/out). */
 export interface QueuePairCaps {
@@ -45,8 +52,9 @@ export class QueuePair extends Resource {
   constructor(key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap, private readonly destroy: () => void) {
     assertInternal(key, 'new QueuePair', 'use id.createQp()');
     super('queue pair', handle, owner);
-    this.qpNum = koffi.decode(handle, koffi.offsetof(ibv_qp, 'qp_num'), 'uint32_t') as number;
-    this.type = QpType.nameOf(koffi.decode(handle, koffi.offsetof(ibv_qp, 'qp_type'), 'int') as number);
+    const fields = nativeView(handle, ibv_qp.size);
+    this.qpNum = fields.getUint32(QP.qpNum, true);
+    this.type = QpType.nameOf(fields.getInt32(QP.qpType, true));
     this.caps = {
       maxSendWr: granted.max_send_wr,
       maxRecvWr: granted.max_recv_wr,
@@ -55,12 +63,12 @@ export class QueuePair extends Resource {
       maxInlineData: granted.max_inline_data,
     };
     this.protectionDomain = pd;
-    const sendCq = qpField(handle, 'send_cq');
-    const recvCq = qpField(handle, 'recv_cq');
+    const sendCq = fields.getBigUint64(QP.sendCq, true);
+    const recvCq = fields.getBigUint64(QP.recvCq, true);
     this.sendCq = CompletionQueue.borrow(internal, sendCq, this);
     this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this);
-    this.#usesSrq = qpField(handle, 'srq') !== 0n;
-    const ops: ContextOps = contextOps(qpField(handle, 'context'));
+    this.#usesSrq = fields.getBigUint64(QP.srq, true) !== 0n;
+    const ops: ContextOps = contextOps(fields.getBigUint64(QP.context, true));
     this.#target = { owner: this, handle, ops, postReceive: ops.postRecv, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
   }
 
