@@ -5,6 +5,7 @@ import type { Pointer } from '../ffi/library.js';
 import { errnoName } from '../ffi/errors.js';
 import { rdma_cm_event, rdma_ud_param, type RdmaUdParam } from '../structs/rdma-cma.js';
 import { memberOffset } from '../structs/registry.js';
+import { copyFromNative, snapshotStruct } from '../ffi/native-copy.js';
 import type { IbvAhAttr } from '../structs/verbs-resources.js';
 import { CmEventType, type CmEventTypeName } from './enums.js';
 
@@ -60,7 +61,9 @@ const UD_EVENTS = new Set<string>(['MULTICAST_JOIN', 'MULTICAST_ERROR']);
 
 function copyPrivateData(address: Pointer | null, length: number): Buffer {
   if (!address || length === 0) return Buffer.alloc(0);
-  return Buffer.from(new Uint8Array(koffi.view(address, length)));
+  const copy = Buffer.allocUnsafe(length);
+  copyFromNative(copy, address, length);
+  return copy;
 }
 
 /**
@@ -69,9 +72,10 @@ function copyPrivateData(address: Pointer | null, length: number): Buffer {
  * (a channel serves ids of both kinds).
  */
 export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idHandle: Pointer) => boolean)): RawCmEvent {
-  // One view of the whole struct instead of a native decode per field: events
-  // are read on the event loop, often hundreds at a time.
-  const v = new DataView(koffi.view(event, rdma_cm_event.size));
+  // One copy of the whole struct instead of a native decode per field: events
+  // are read on the event loop, often hundreds at a time. Every field is read
+  // before anything else takes the shared snapshot.
+  const v = snapshotStruct(event, rdma_cm_event.size);
   const type = CmEventType.nameOf(v.getInt32(EVENT.event, true));
   const status = v.getInt32(EVENT.status, true);
   const idHandle = v.getBigUint64(EVENT.id, true);

@@ -8,7 +8,8 @@ import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError } from '../ffi/errors.js';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import { nativeView, type Pointer } from '../ffi/library.js';
+import type { Pointer } from '../ffi/library.js';
+import { snapshotStruct } from '../ffi/native-copy.js';
 import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
 import { assertInternal, type Internal } from './internal.js';
@@ -49,9 +50,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   private constructor(handle: Pointer, owner: Resource) {
     super('completion queue', handle, owner);
-    const fields = nativeView(handle, ibv_cq.size);
-    this.#ops = contextOps(fields.getBigUint64(CQ_CONTEXT, true));
+    const fields = snapshotStruct(handle, ibv_cq.size);
+    const context = fields.getBigUint64(CQ_CONTEXT, true);
     this.#channel = fields.getBigUint64(CQ_CHANNEL, true);
+    this.#ops = contextOps(context);
     const entries = nativeScratch(WC_SIZE * BATCH);
     this.#entriesAddress = entries.address;
     this.#view = entries.view;

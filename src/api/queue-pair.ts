@@ -2,7 +2,8 @@
 // CmId: posting sends and receives, and taking their completions.
 import koffi from 'koffi';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import { nativeView, type Pointer } from '../ffi/library.js';
+import type { Pointer } from '../ffi/library.js';
+import { snapshotStruct } from '../ffi/native-copy.js';
 import { ibv_qp } from '../structs/verbs-resources.js';
 import type { IbvQpCap } from '../structs/verbs-resources.js';
 import { CompletionQueue } from './completion-queue.js';
@@ -52,7 +53,12 @@ export class QueuePair extends Resource {
   constructor(key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap, private readonly destroy: () => void) {
     assertInternal(key, 'new QueuePair', 'use id.createQp()');
     super('queue pair', handle, owner);
-    const fields = nativeView(handle, ibv_qp.size);
+    // Every field first: the snapshot is shared, and the CQs below take their own.
+    const fields = snapshotStruct(handle, ibv_qp.size);
+    const sendCq = fields.getBigUint64(QP.sendCq, true);
+    const recvCq = fields.getBigUint64(QP.recvCq, true);
+    const srq = fields.getBigUint64(QP.srq, true);
+    const context = fields.getBigUint64(QP.context, true);
     this.qpNum = fields.getUint32(QP.qpNum, true);
     this.type = QpType.nameOf(fields.getInt32(QP.qpType, true));
     this.caps = {
@@ -63,12 +69,10 @@ export class QueuePair extends Resource {
       maxInlineData: granted.max_inline_data,
     };
     this.protectionDomain = pd;
-    const sendCq = fields.getBigUint64(QP.sendCq, true);
-    const recvCq = fields.getBigUint64(QP.recvCq, true);
     this.sendCq = CompletionQueue.borrow(internal, sendCq, this);
     this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this);
-    this.#usesSrq = fields.getBigUint64(QP.srq, true) !== 0n;
-    const ops: ContextOps = contextOps(fields.getBigUint64(QP.context, true));
+    this.#usesSrq = srq !== 0n;
+    const ops: ContextOps = contextOps(context);
     this.#target = { owner: this, handle, ops, postReceive: ops.postRecv, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
   }
 

@@ -1,10 +1,12 @@
-// The few libc calls the binding needs around RDMA file descriptors.
+// The few libc calls the binding needs: around RDMA file descriptors, and one
+// copy out of native memory.
 import { defineLibrary, fn, type FunctionSpec } from './library.js';
 
 export const libcFunctions = {
   // fcntl is variadic in C; every call here passes one int.
   fcntl: fn('int', ['int fd', 'int cmd', 'int arg']),
   poll: fn('int', ['struct pollfd *fds', 'unsigned long nfds', 'int timeout']),
+  memcpy: fn('void *', ['void *dest', 'const void *src', 'size_t n']),
 } as const satisfies Record<string, FunctionSpec>;
 
 export const libc = defineLibrary({ name: 'libc', sonames: ['libc.so.6'], envOverride: 'RDMACM_LIBC' }, libcFunctions);

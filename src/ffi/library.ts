@@ -25,15 +25,6 @@ export function readPointer(address: Pointer, offset: number): Pointer {
   return BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
 }
 
-/**
- * A DataView over `size` bytes of native memory at `address`: one FFI call to
- * read several fields of a struct, where readPointer would take one per field.
- * Read it at once; it does not keep the memory alive.
- */
-export function nativeView(address: Pointer, size: number): DataView {
-  return new DataView(koffi.view(address, size));
-}
-
 /** The entries of a counted, NULL-terminated array of pointers (ibv_get_device_list, rdma_get_devices). */
 export function readPointerArray(list: Pointer, count: number): Pointer[] {
   const entries: Pointer[] = [];

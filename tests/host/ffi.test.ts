@@ -8,6 +8,9 @@ import { readFileSync } from 'node:fs';
 import { librdmacm, librdmacmFunctions } from '../../src/ffi/librdmacm.js';
 import { libibverbs, libibverbsFunctions } from '../../src/ffi/libibverbs.js';
 import { checkPointer, checkRdma, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
+import { libc, libcFunctions } from '../../src/ffi/libc.js';
+import { copyFromNative, snapshotStruct } from '../../src/ffi/native-copy.js';
+import koffi from 'koffi';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const tsx = `${repoRoot}node_modules/.bin/tsx`;
@@ -20,6 +23,7 @@ function runSnippet(code: string, env: NodeJS.ProcessEnv = {}) {
 const tables = [
   { name: 'librdmacm', lib: librdmacm, table: librdmacmFunctions },
   { name: 'libibverbs', lib: libibverbs, table: libibverbsFunctions },
+  { name: 'libc', lib: libc, table: libcFunctions },
 ] as const;
 
 /** The defined dynamic symbols of the file this process mapped for `soname`. */
@@ -50,6 +54,23 @@ for (const { name, lib, table } of tables) {
     }
   });
 }
+
+test('copies out of native memory: exact bytes, a shared struct snapshot, and a refused overflow', () => {
+  const source = Buffer.from(Array.from({ length: 300 }, (_, i) => i & 0xff));
+  const address = koffi.address(source);
+  const copy = Buffer.alloc(40);
+  copyFromNative(copy, address + 5n, 40);
+  assert.deepEqual([...copy], [...source.subarray(5, 45)]);
+  copyFromNative(copy, address, 0); // nothing to copy: no call
+  assert.throws(() => copyFromNative(copy, address, 41), RangeError);
+
+  const small = snapshotStruct(address, 16);
+  assert.equal(small.getUint32(4, true), 0x07060504);
+  // Larger than the scratch so far: it grows, and the bytes are still exact.
+  const large = snapshotStruct(address, 300);
+  assert.equal(large.getUint8(299), 299 & 0xff);
+  assert.equal(large.getBigUint64(256, true), source.readBigUInt64LE(256));
+});
 
 // Skipped where the installed librdmacm is v60+ and has RDMACM_1.4: nothing to refuse there.
 const hasRdmacm14 = librdmacm.has('rdma_write_cm_event');
