@@ -40,11 +40,20 @@ export interface EncodedConnParam {
 export function encodeConnParam(
   operation: string, param: ConnParam | undefined, kind: 'connect' | 'accept', transport: 'RC' | 'UD',
 ): EncodedConnParam {
-  const p = parseArgument(operation, 'param', connParamSchema, param ?? {});
+  // Most connects and accepts take the defaults: one struct, encoded once
+  // (librdmacm copies it during the call, so sharing it is safe).
+  if (param === undefined || param === null) return (defaultConnParam ??= encodeValidated(connParamSchema.parse({})));
+  const p = parseArgument(operation, 'param', connParamSchema, param);
   const limit = PRIVATE_DATA_LIMITS[transport][kind];
   if (p.privateData && p.privateData.byteLength > limit) {
     throw argumentError(operation, 'param.privateData', `at most ${limit} bytes on ${kind} for ${transport} (got ${p.privateData.byteLength})`);
   }
+  return encodeValidated(p);
+}
+
+let defaultConnParam: EncodedConnParam | undefined;
+
+function encodeValidated(p: z.output<typeof connParamSchema>): EncodedConnParam {
   const privateData = p.privateData ? Buffer.from(p.privateData) : undefined;
   void privateData?.buffer; // off the V8 heap before its address is taken
   const struct = Buffer.alloc(rdma_conn_param.size);

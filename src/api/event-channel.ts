@@ -112,14 +112,14 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   }
 
   #dispatch(raw: RawCmEvent): void {
-    const { idHandle, listenIdHandle, ...fields } = raw;
+    const { idHandle, listenIdHandle } = raw;
     let target = this.#targets.get(idHandle);
     const listener = listenIdHandle === null ? undefined : this.#targets.get(listenIdHandle);
     if (raw.type === 'CONNECT_REQUEST' && listener && !target && EventChannel.adoptRequest) {
       target = EventChannel.adoptRequest(this, idHandle, listener, raw.conn);
     }
     if (!target) return; // an id closed since: its event is acked and dropped
-    const event: CmEvent<EventTarget> = { ...fields, id: target, listenId: listener };
+    const event: CmEvent<EventTarget> = { type: raw.type, status: raw.status, conn: raw.conn, ud: raw.ud, id: target, listenId: listener };
     // A connection request is the listener's business; everything else its own id's.
     const owner = raw.type === 'CONNECT_REQUEST' && listener ? listener : target;
     if (owner.offerEvent(event)) return;
