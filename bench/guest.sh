@@ -54,7 +54,7 @@ for r in $(seq 1 "$REPS"); do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"
     port=$((port + 1)); pair "$RAW/ts-bw-$size-r$r.json" $(ts bw -s $size -n $n -p $port --json) -- $(ts bw -s $size -n $n -p $port --json "$ADDR")
-    port=$((port + 1)); pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -s $size -n $n -p $port -- ib_send_bw -R -s $size -n $n -p $port "$ADDR"
+    port=$((port + 1)); pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -r 2048 -s $size -n $n -p $port -- ib_send_bw -R -r 2048 -s $size -n $n -p $port "$ADDR"
   done
 done
 

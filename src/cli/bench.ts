@@ -53,7 +53,10 @@ const VERSION = 1;
 const DEFAULT_PORT = 7480;
 const WINDOW = 128; // bw: sends outstanding (perftest's TX depth)
 const SIGNAL_EVERY = 16; // 1 send in 16 is signaled
-const RECV_DEPTH = 512; // receives kept posted by a bw server (perftest's RX depth)
+// Receives kept posted by a bw server (bench/guest.sh gives ib_send_bw the
+// same -r). Deeper than perftest's default 512: a receiver that falls a few
+// hundred messages behind gets RNR NAKs, and rdma_cm's QPs back off 655 ms on each.
+const RECV_DEPTH = 2048;
 const RECV_CHAIN = 16; // receives re-posted together
 const LAT_RECV_DEPTH = 16;
 const MAX_INLINE = 236; // perftest's default inline size for latency tests
@@ -314,15 +317,20 @@ function latencyServer(link: Link, plan: Plan): LatencyResult {
   let last = 0;
   for (let i = 0; ; i++) {
     const got = spinFor(recvCq, 1, 'receive');
+    // Answer first: everything before the post is on the round trip's path.
+    // A failed receive is still caught right after.
+    const stop = recvCq.statusAt(0) === 0 && recvCq.byteLenAt(0) === 0; // the client's stop message
+    if (!stop) {
+      if ((i & (SIGNAL_EVERY - 1)) === SIGNAL_EVERY - 1) {
+        sendSignaled.post();
+        pendingSignaled++;
+      } else {
+        sendUnsignaled.post();
+      }
+    }
     const now = performance.now();
     checkStatuses(recvCq, got, 'receive');
-    if (recvCq.byteLenAt(0) === 0) break; // the client's stop message
-    if ((i & (SIGNAL_EVERY - 1)) === SIGNAL_EVERY - 1) {
-      sendSignaled.post();
-      pendingSignaled++;
-    } else {
-      sendUnsignaled.post();
-    }
+    if (stop) break;
     recv.post();
     // A round trip as the server sees it: from the previous ping to this one.
     if (i > plan.warmup && measured < capacity) samples[measured++] = (now - last) * 500;
@@ -341,42 +349,36 @@ function latencyServer(link: Link, plan: Plan): LatencyResult {
 /**
  * The client's stream: keep up to WINDOW sends outstanding, 1 in 16 signaled
  * (and the last one); a signaled completion retires every send before it.
- * Warm-up first (same loop, not timed), then the measured run.
+ * Warm-up and measurement are one loop in one call, so the loop V8 optimized
+ * during the warm-up is the loop that is measured.
  */
 function bandwidthClient(link: Link, plan: Plan, progress: Progress | undefined): BandwidthResult {
-  stream(link, plan.warmup, 0, undefined);
-  const started = performance.now();
-  const sent = stream(link, plan.durationMs > 0 ? Number.MAX_SAFE_INTEGER : plan.iters, plan.durationMs, progress);
-  const elapsedUs = (performance.now() - started) * 1000;
-  finishSends(link, 0);
-  return bandwidthResult(plan.size, sent, elapsedUs);
-}
-
-/** Sends `count` messages (or as many as fit in durationMs) and waits until all completed; returns how many. */
-function stream(link: Link, count: number, durationMs: number, progress: Progress | undefined): number {
   const { qp, sendSignaled, sendUnsignaled } = link;
   const sendCq = qp.sendCq;
+  const timed = plan.durationMs > 0;
   // Sequence numbers (+1) of the signaled sends in flight, oldest first: a ring, allocated once per run.
-  const ring = new Float64Array(WINDOW / SIGNAL_EVERY + 2);
+  const ring = new Float64Array(WINDOW / SIGNAL_EVERY + 3);
   let head = 0;
   let tail = 0;
   let posted = 0;
   let completed = 0;
-  let total = count;
-  const deadline = durationMs > 0 ? performance.now() + durationMs : Number.POSITIVE_INFINITY;
-  let since = performance.now();
+  let total = timed ? Number.MAX_SAFE_INTEGER : plan.warmup + plan.iters;
+  let measuring = plan.warmup === 0;
+  let startedAt = performance.now();
+  let deadline = timed && measuring ? startedAt + plan.durationMs : Number.POSITIVE_INFINITY;
+  let since = startedAt;
   let spins = 0;
   while (completed < total) {
     while (posted < total && posted - completed < WINDOW) {
       posted++;
-      if (posted % SIGNAL_EVERY === 0 || posted === total) {
+      if (posted % SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
         sendSignaled.post();
         ring[tail] = posted;
         tail = tail + 1 === ring.length ? 0 : tail + 1;
       } else {
         sendUnsignaled.post();
       }
-      if (durationMs > 0 && (posted & 255) === 0 && performance.now() > deadline) {
+      if (timed && (posted & 255) === 0 && performance.now() > deadline) {
         // Time is up: this send ends the run; it must be signaled.
         if (posted % SIGNAL_EVERY !== 0) {
           sendSignaled.post();
@@ -392,15 +394,23 @@ function stream(link: Link, count: number, durationMs: number, progress: Progres
       if ((++spins & 0xffff) === 0) stalled(since, 'send');
       continue;
     }
+    since = performance.now();
     checkStatuses(sendCq, done, 'send');
     for (let i = 0; i < done; i++) {
       completed = ring[head]!;
       head = head + 1 === ring.length ? 0 : head + 1;
+      if (completed === plan.warmup) {
+        // The last warm-up send is signaled: its completion starts the measurement.
+        measuring = true;
+        startedAt = since;
+        if (timed) deadline = since + plan.durationMs;
+      }
     }
-    since = performance.now();
-    progress?.tick(completed);
+    if (measuring) progress?.tick(completed - plan.warmup);
   }
-  return completed;
+  const elapsedUs = (performance.now() - startedAt) * 1000;
+  finishSends(link, 0);
+  return bandwidthResult(plan.size, completed - plan.warmup, elapsedUs);
 }
 
 /** The server's side of the stream: count receives, re-post them in chains; stop at the zero-byte message. */
@@ -422,9 +432,9 @@ function bandwidthServer(link: Link, plan: Plan): BandwidthResult {
       continue;
     }
     since = performance.now();
-    checkStatuses(recvCq, got, 'receive');
     let stop = false;
     for (let i = 0; i < got; i++) {
+      if (recvCq.statusAt(i) !== 0) checkStatuses(recvCq, got, 'receive');
       if (recvCq.byteLenAt(i) === 0) {
         stop = true;
         break;
