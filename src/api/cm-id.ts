@@ -10,8 +10,9 @@ import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, UnsupportedError, checkRdma, checkVerbs } from '../ffi/errors.js';
 import { readPointer, type Pointer } from '../ffi/library.js';
 import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../structs/rdma-cma.js';
+import { memberOffset } from '../structs/registry.js';
 import {
-  ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvQpInitAttr, type IbvSrqInitAttr,
+  ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
 } from '../structs/verbs-resources.js';
 import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
@@ -277,7 +278,7 @@ export class CmId extends Resource implements EventTarget {
     const init = encodeQpInitAttr(a);
     checkRdma(operation, librdmacm.rdma_create_qp(this.handle, pd ? pd.unsafeHandle : null, init));
     if (pd) this.#protectionDomain = pd;
-    return this.#adoptQueuePair(pd, (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap);
+    return this.#adoptQueuePair(pd, grantedCaps(init));
   }
 
   /**
@@ -321,7 +322,7 @@ export class CmId extends Resource implements EventTarget {
     if (!caps) {
       const init = Buffer.alloc(ibv_qp_init_attr.size);
       checkVerbs('ibv_query_qp', libibverbs.ibv_query_qp(qp, Buffer.alloc(ibv_qp_attr.size), IBV_QP_CAP, init));
-      caps = (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap;
+      caps = grantedCaps(init);
     }
     const handle = this.handle;
     this.#queuePair = new QueuePair(internal, this, qp, pd ?? this.pd, caps, () => librdmacm.rdma_destroy_qp(handle));
@@ -701,25 +702,45 @@ function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema
   }
 }
 
-/** ibv_qp_init_attr for rdma_create_qp/rdma_create_ep: no CQs or SRQ, so librdmacm makes the CQs. */
+const INIT_CAP = memberOffset(ibv_qp_init_attr, 'cap');
+const INIT = {
+  maxSendWr: INIT_CAP + memberOffset(ibv_qp_cap, 'max_send_wr'),
+  maxRecvWr: INIT_CAP + memberOffset(ibv_qp_cap, 'max_recv_wr'),
+  maxSendSge: INIT_CAP + memberOffset(ibv_qp_cap, 'max_send_sge'),
+  maxRecvSge: INIT_CAP + memberOffset(ibv_qp_cap, 'max_recv_sge'),
+  maxInlineData: INIT_CAP + memberOffset(ibv_qp_cap, 'max_inline_data'),
+  qpType: memberOffset(ibv_qp_init_attr, 'qp_type'),
+  sqSigAll: memberOffset(ibv_qp_init_attr, 'sq_sig_all'),
+};
+
+/**
+ * ibv_qp_init_attr for rdma_create_qp/rdma_create_ep: no context, CQs or SRQ
+ * (zeroed), so librdmacm makes the CQs. Written field by field: a struct
+ * encode per QP costs more than the fields.
+ */
 export function encodeQpInitAttr(attr: z.output<typeof qpAttrSchema>): Buffer {
   const init = Buffer.alloc(ibv_qp_init_attr.size);
-  koffi.encode(init, ibv_qp_init_attr, {
-    qp_context: null,
-    send_cq: null,
-    recv_cq: null,
-    srq: null,
-    cap: {
-      max_send_wr: attr.sendWr,
-      max_recv_wr: attr.recvWr,
-      max_send_sge: attr.sendSge,
-      max_recv_sge: attr.recvSge,
-      max_inline_data: attr.inlineData,
-    },
-    qp_type: QpType.values[attr.qpType],
-    sq_sig_all: attr.sqSigAll ? 1 : 0,
-  });
+  const v = new DataView(init.buffer, init.byteOffset, init.byteLength);
+  v.setUint32(INIT.maxSendWr, attr.sendWr, true);
+  v.setUint32(INIT.maxRecvWr, attr.recvWr, true);
+  v.setUint32(INIT.maxSendSge, attr.sendSge, true);
+  v.setUint32(INIT.maxRecvSge, attr.recvSge, true);
+  v.setUint32(INIT.maxInlineData, attr.inlineData, true);
+  v.setInt32(INIT.qpType, QpType.values[attr.qpType], true);
+  v.setInt32(INIT.sqSigAll, attr.sqSigAll ? 1 : 0, true);
   return init;
+}
+
+/** The caps the device granted, which rdma_create_qp/rdma_create_ep wrote back into the init attr. */
+export function grantedCaps(init: Buffer): IbvQpCap {
+  const v = new DataView(init.buffer, init.byteOffset, init.byteLength);
+  return {
+    max_send_wr: v.getUint32(INIT.maxSendWr, true),
+    max_recv_wr: v.getUint32(INIT.maxRecvWr, true),
+    max_send_sge: v.getUint32(INIT.maxSendSge, true),
+    max_recv_sge: v.getUint32(INIT.maxRecvSge, true),
+    max_inline_data: v.getUint32(INIT.maxInlineData, true),
+  };
 }
 
 const createIdSchema = z.strictObject({

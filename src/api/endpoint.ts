@@ -1,16 +1,14 @@
 // rdma_create_ep: an id, its address resolved (active) or bound (passive), and
 // for the active side a queue pair, in one call. Synchronous, as the man page.
-import koffi from 'koffi';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { checkRdma } from '../ffi/errors.js';
 import { AddrInfo } from './addrinfo.js';
 import { internal } from './internal.js';
-import { CmId, encodeQpInitAttr, qpAttrSchema, type QpAttr } from './cm-id.js';
+import { CmId, encodeQpInitAttr, grantedCaps, qpAttrSchema, type QpAttr } from './cm-id.js';
 import { PortSpace, type PortSpaceName } from './enums.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { argumentError, cString, parseArgument, port } from './validate.js';
-import { ibv_qp_init_attr, type IbvQpInitAttr } from '../structs/verbs-resources.js';
 
 /** A port given as a decimal string: the same 0–65535 range as a number (getaddrinfo would take more). */
 const portString = z.string().regex(/^\d+$/, 'a port number').refine((s) => !/^\d+$/.test(s) || Number(s) <= 65535, 'a port is 0–65535');
@@ -62,7 +60,7 @@ export function createEndpoint(target: AddrInfo | EndpointTarget, options: Endpo
     const init = o.qp ? encodeQpInitAttr(o.qp) : null;
     const slot = Buffer.alloc(8);
     checkRdma(operation, librdmacm.rdma_create_ep(slot, info.unsafeHandle, o.pd ? o.pd.unsafeHandle : null, init));
-    const granted = init ? (koffi.decode(init, ibv_qp_init_attr) as IbvQpInitAttr).cap : undefined;
+    const granted = init ? grantedCaps(init) : undefined;
     return new CmId(internal, slot.readBigUInt64LE(0), null, { context: o.context, portSpace, endpoint: true, granted, pd: o.pd });
   } finally {
     if (ownsInfo) info.close();
