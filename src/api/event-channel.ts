@@ -6,7 +6,7 @@ import koffi from 'koffi';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { RdmaError, checkPointer } from '../ffi/errors.js';
 import type { Pointer } from '../ffi/library.js';
-import { rdma_cm_event, rdma_event_channel } from '../structs/rdma-cma.js';
+import { rdma_event_channel } from '../structs/rdma-cma.js';
 
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from './fd-watcher.js';
