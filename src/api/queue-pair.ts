@@ -4,7 +4,10 @@ import koffi from 'koffi';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
 import type { Pointer } from '../ffi/library.js';
 import { snapshotStruct } from '../ffi/native-copy.js';
-import { ibv_qp } from '../structs/verbs-resources.js';
+import { z } from 'zod';
+import { libibverbs } from '../ffi/libibverbs.js';
+import { checkVerbs } from '../ffi/errors.js';
+import { ibv_qp, ibv_qp_attr } from '../structs/verbs-resources.js';
 import type { IbvQpCap } from '../structs/verbs-resources.js';
 import { CompletionQueue } from './completion-queue.js';
 import { QpType, type QpTypeName } from './enums.js';
@@ -14,8 +17,13 @@ import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { PreparedRecv, PreparedRecvChain, PreparedSend, type PostTarget, type RecvChainOptions, type RecvOptions, type SendOptions } from './work-request.js';
 import { untrackWorkRequest } from './work-request-ids.js';
-import { argumentError } from './validate.js';
+import { argumentError, parseArgument } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
+
+const IBV_QP_MIN_RNR_TIMER = 1 << 15;
+const MIN_RNR_TIMER_OFFSET = koffi.offsetof(ibv_qp_attr, 'min_rnr_timer');
+/** IB's 5-bit RNR timer code: 0 is 655.36 ms, 1 is 0.01 ms, 12 is 0.64 ms, 31 is 491.52 ms. */
+const rnrTimerCode = z.number().int().min(0).max(31, 'an RNR timer code is 0–31 (IB encoding: 1 = 0.01 ms, 12 = 0.64 ms, 0 = 655.36 ms)');
 
 const QP = {
   context: koffi.offsetof(ibv_qp, 'context'),
@@ -131,6 +139,23 @@ export class QueuePair extends Resource {
       untrackWorkRequest(request.wrId);
       throw error;
     }
+  }
+
+  /**
+   * How long a peer that finds no receive posted here waits before it retries
+   * (ibv_modify_qp with IBV_QP_MIN_RNR_TIMER, RTS to RTS), as IB's 5-bit code:
+   * 1 = 0.01 ms, 12 = 0.64 ms, 0 = 655.36 ms. rdma_cm leaves it at 0, so a
+   * receiver that falls behind stalls its sender 655 ms per RNR NAK. Call it
+   * once the connection is established (the connect moves the QP through RTR,
+   * which sets the timer).
+   */
+  setMinRnrTimer(code: number): void {
+    const operation = 'ibv_modify_qp';
+    this.ensureOpen(operation);
+    const c = parseArgument(operation, 'code', rnrTimerCode, code);
+    const attr = Buffer.alloc(ibv_qp_attr.size);
+    attr.writeUInt8(c, MIN_RNR_TIMER_OFFSET);
+    checkVerbs(operation, libibverbs.ibv_modify_qp(this.handle, attr, IBV_QP_MIN_RNR_TIMER));
   }
 
   /** rdma_get_send_comp: blocks until a send completion; an error status throws WorkCompletionError. */

@@ -3,8 +3,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   createId, getAddrInfo, ConnectionError, EventChannel, RdmaError, WorkCompletionError, type CmId,
-  type MemoryRegion, type PreparedRecvChain,
+  type MemoryRegion, type PreparedRecvChain, raw,
 } from '../../src/index.js';
+import koffi from 'koffi';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
 
@@ -229,6 +230,40 @@ test('a receive chain posts its receives in one call, each into its own slot', a
     assert.equal(refusal.syscall, 'ibv_post_recv');
     const [, posted] = /(\d+) of the chain's (\d+) receives were posted/.exec(refusal.message) ?? [];
     assert.ok(posted !== undefined && Number(posted) <= granted, refusal.message);
+  } finally {
+    pair.close();
+  }
+});
+
+test('setMinRnrTimer lowers the RNR back-off rdma_cm leaves at 655 ms, once the QP is connected', async () => {
+  const IBV_QP_MIN_RNR_TIMER = 1 << 15;
+  const timerOf = (id: CmId): number => {
+    const attr = Buffer.alloc(raw.structs.ibv_qp_attr.size);
+    const ret = raw.libibverbs.ibv_query_qp(id.queuePair.unsafeHandle, attr, IBV_QP_MIN_RNR_TIMER, Buffer.alloc(raw.structs.ibv_qp_init_attr.size));
+    assert.equal(ret, 0);
+    return attr.readUInt8(koffi.offsetof(raw.structs.ibv_qp_attr, 'min_rnr_timer'));
+  };
+  let beforeConnect: unknown;
+  const pair = await connectPair({
+    beforeConnect: (id, side) => {
+      // Still in INIT: the transition to RTR would overwrite it, and the provider refuses it here.
+      if (side === 'server') {
+        try {
+          id.queuePair.setMinRnrTimer(12);
+        } catch (error) {
+          beforeConnect = error;
+        }
+      }
+    },
+  });
+  try {
+    assert.ok(beforeConnect instanceof RdmaError && beforeConnect.syscall === 'ibv_modify_qp', String(beforeConnect));
+    assert.equal(timerOf(pair.server), 0, 'rdma_cm leaves the IB code 0 (655.36 ms)');
+    pair.server.queuePair.setMinRnrTimer(1);
+    assert.equal(timerOf(pair.server), 1);
+    assert.throws(() => pair.server.queuePair.setMinRnrTimer(32), { name: 'RdmaArgumentError', message: /0–31/ });
+    assert.throws(() => pair.server.queuePair.setMinRnrTimer(1.5), { name: 'RdmaArgumentError' });
+    assert.equal(timerOf(pair.server), 1, 'a refused value changed nothing');
   } finally {
     pair.close();
   }
