@@ -12,8 +12,7 @@ import {
 } from '../ffi/inline-verbs.js';
 import { AddressHandle } from './address-handle.js';
 import type { Pointer } from '../ffi/library.js';
-import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
-import { memberOffset } from '../structs/registry.js';
+import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
 import { argumentError, parseArgument, u32, u64 } from './validate.js';
@@ -21,31 +20,6 @@ import { trackWorkRequest, trackWorkRequestBlock } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
-const SEND = {
-  wrId: memberOffset(ibv_send_wr, 'wr_id'),
-  sgList: memberOffset(ibv_send_wr, 'sg_list'),
-  numSge: memberOffset(ibv_send_wr, 'num_sge'),
-  opcode: memberOffset(ibv_send_wr, 'opcode'),
-  sendFlags: memberOffset(ibv_send_wr, 'send_flags'),
-  immData: memberOffset(ibv_send_wr, 'imm_data'),
-  remoteAddr: memberOffset(ibv_send_wr, 'wr.rdma.remote_addr'),
-  rkey: memberOffset(ibv_send_wr, 'wr.rdma.rkey'),
-  atomicRemoteAddr: memberOffset(ibv_send_wr, 'wr.atomic.remote_addr'),
-  compareAdd: memberOffset(ibv_send_wr, 'wr.atomic.compare_add'),
-  swap: memberOffset(ibv_send_wr, 'wr.atomic.swap'),
-  atomicRkey: memberOffset(ibv_send_wr, 'wr.atomic.rkey'),
-  udAh: memberOffset(ibv_send_wr, 'wr.ud.ah'),
-  udRemoteQpn: memberOffset(ibv_send_wr, 'wr.ud.remote_qpn'),
-  udRemoteQkey: memberOffset(ibv_send_wr, 'wr.ud.remote_qkey'),
-};
-const RECV = {
-  wrId: memberOffset(ibv_recv_wr, 'wr_id'),
-  next: memberOffset(ibv_recv_wr, 'next'),
-  sgList: memberOffset(ibv_recv_wr, 'sg_list'),
-  numSge: memberOffset(ibv_recv_wr, 'num_sge'),
-};
-const SGE_LENGTH = memberOffset(ibv_sge, 'length');
-const SGE_LKEY = memberOffset(ibv_sge, 'lkey');
 const ATOMIC_SIZE = 8;
 
 /** Where a one-sided operation lands: a peer region's address and rkey (and length, to check bounds). */
@@ -179,8 +153,8 @@ abstract class PreparedWorkRequest {
   protected writeSge(address: Pointer, length: number, lkey: number): void {
     const v = this.memory.view;
     v.setBigUint64(this.sge, address, true);
-    v.setUint32(this.sge + SGE_LENGTH, length, true);
-    v.setUint32(this.sge + SGE_LKEY, lkey, true);
+    v.setUint32(this.sge + SGE_OFFSET.length, length, true);
+    v.setUint32(this.sge + SGE_OFFSET.lkey, lkey, true);
   }
 
   /** Changes the SGE's length (e.g. a shorter message from the same region), within its bounds. */
@@ -189,7 +163,7 @@ abstract class PreparedWorkRequest {
     if (!Number.isInteger(length) || length < 0 || length > limit) {
       throw argumentError('setLength', 'length', `must be an integer within the ${limit}-byte buffer`);
     }
-    this.memory.view.setUint32(this.sge + SGE_LENGTH, length, true);
+    this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
   }
 
   protected check(operation: string): void {
@@ -220,33 +194,33 @@ export class PreparedSend extends PreparedWorkRequest {
     super(target, range.region, source instanceof MemoryRegion ? undefined : source, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
 
     const v = this.memory.view;
-    v.setUint32(SEND.wrId, this.wrId, true);
-    v.setBigUint64(SEND.sgList, this.memory.address + BigInt(this.sge), true);
-    v.setInt32(SEND.numSge, 1, true);
+    v.setUint32(SEND_WR_OFFSET.wrId, this.wrId, true);
+    v.setBigUint64(SEND_WR_OFFSET.sgList, this.memory.address + BigInt(this.sge), true);
+    v.setInt32(SEND_WR_OFFSET.numSge, 1, true);
     const opcode =
       o.opcode === 'RDMA_READ' ? IBV_WR_RDMA_READ
       : o.opcode === 'RDMA_WRITE' ? (o.immediate === undefined ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_WRITE_WITH_IMM)
       : o.opcode === 'ATOMIC_CMP_AND_SWP' ? IBV_WR_ATOMIC_CMP_AND_SWP
       : o.opcode === 'ATOMIC_FETCH_AND_ADD' ? IBV_WR_ATOMIC_FETCH_AND_ADD
       : o.immediate === undefined ? IBV_WR_SEND : IBV_WR_SEND_WITH_IMM;
-    v.setInt32(SEND.opcode, opcode, true);
+    v.setInt32(SEND_WR_OFFSET.opcode, opcode, true);
     const flags = (o.signaled ? IBV_SEND_SIGNALED : 0) | (o.inline ? IBV_SEND_INLINE : 0) |
       (o.solicited ? IBV_SEND_SOLICITED : 0) | (o.fence ? IBV_SEND_FENCE : 0);
-    v.setUint32(SEND.sendFlags, flags, true);
-    if (o.immediate !== undefined) v.setUint32(SEND.immData, o.immediate, false);
+    v.setUint32(SEND_WR_OFFSET.sendFlags, flags, true);
+    if (o.immediate !== undefined) v.setUint32(SEND_WR_OFFSET.immData, o.immediate, false);
     if (o.remote && atomic) {
-      v.setBigUint64(SEND.atomicRemoteAddr, BigInt(o.remote.address), true);
-      v.setUint32(SEND.atomicRkey, o.remote.rkey, true);
-      v.setBigUint64(SEND.compareAdd, BigInt(o.compareAdd ?? 0), true);
-      v.setBigUint64(SEND.swap, BigInt(o.swap ?? 0), true);
+      v.setBigUint64(SEND_WR_OFFSET.atomicRemoteAddr, BigInt(o.remote.address), true);
+      v.setUint32(SEND_WR_OFFSET.atomicRkey, o.remote.rkey, true);
+      v.setBigUint64(SEND_WR_OFFSET.compareAdd, BigInt(o.compareAdd ?? 0), true);
+      v.setBigUint64(SEND_WR_OFFSET.swap, BigInt(o.swap ?? 0), true);
     } else if (o.remote) {
-      v.setBigUint64(SEND.remoteAddr, BigInt(o.remote.address), true);
-      v.setUint32(SEND.rkey, o.remote.rkey, true);
+      v.setBigUint64(SEND_WR_OFFSET.remoteAddr, BigInt(o.remote.address), true);
+      v.setUint32(SEND_WR_OFFSET.rkey, o.remote.rkey, true);
     } else if (o.ud) {
       this.#addressHandle = o.ud.ah;
-      v.setBigUint64(SEND.udAh, o.ud.ah.pointer, true);
-      v.setUint32(SEND.udRemoteQpn, o.ud.remoteQpn, true);
-      v.setUint32(SEND.udRemoteQkey, o.ud.remoteQkey, true);
+      v.setBigUint64(SEND_WR_OFFSET.udAh, o.ud.ah.pointer, true);
+      v.setUint32(SEND_WR_OFFSET.udRemoteQpn, o.ud.remoteQpn, true);
+      v.setUint32(SEND_WR_OFFSET.udRemoteQkey, o.ud.remoteQkey, true);
     }
     this.writeSge(range.address, range.length, range.lkey);
   }
@@ -270,9 +244,9 @@ export class PreparedRecv extends PreparedWorkRequest {
     const range = localRange(operation, region, target.pd, o.offset, o.length);
     super(target, range.region, undefined, o.context, once, ibv_recv_wr.size);
     const v = this.memory.view;
-    v.setUint32(RECV.wrId, this.wrId, true);
-    v.setBigUint64(RECV.sgList, this.memory.address + BigInt(this.sge), true);
-    v.setInt32(RECV.numSge, 1, true);
+    v.setUint32(RECV_WR_OFFSET.wrId, this.wrId, true);
+    v.setBigUint64(RECV_WR_OFFSET.sgList, this.memory.address + BigInt(this.sge), true);
+    v.setInt32(RECV_WR_OFFSET.numSge, 1, true);
     this.writeSge(range.address, range.length, range.lkey);
   }
 
@@ -328,13 +302,13 @@ export class PreparedRecvChain {
     for (let i = 0; i < o.count; i++) {
       const wr = i * wrSize;
       const sge = sgeBase + i * ibv_sge.size;
-      v.setUint32(wr + RECV.wrId, this.firstWrId + i, true);
-      v.setBigUint64(wr + RECV.next, i + 1 < o.count ? memory.address + BigInt(wr + wrSize) : 0n, true);
-      v.setBigUint64(wr + RECV.sgList, memory.address + BigInt(sge), true);
-      v.setInt32(wr + RECV.numSge, 1, true);
+      v.setUint32(wr + RECV_WR_OFFSET.wrId, this.firstWrId + i, true);
+      v.setBigUint64(wr + RECV_WR_OFFSET.next, i + 1 < o.count ? memory.address + BigInt(wr + wrSize) : 0n, true);
+      v.setBigUint64(wr + RECV_WR_OFFSET.sgList, memory.address + BigInt(sge), true);
+      v.setInt32(wr + RECV_WR_OFFSET.numSge, 1, true);
       v.setBigUint64(sge, region.address + BigInt(o.offset + i * stride), true);
-      v.setUint32(sge + SGE_LENGTH, length, true);
-      v.setUint32(sge + SGE_LKEY, region.lkey, true);
+      v.setUint32(sge + SGE_OFFSET.length, length, true);
+      v.setUint32(sge + SGE_OFFSET.lkey, region.lkey, true);
     }
     this.#memory = memory;
     this.#badWrOffset = sgeBase + ibv_sge.size * o.count;

@@ -7,8 +7,7 @@ import koffi, { type TypeObject } from 'koffi';
 import { libibverbs } from './libibverbs.js';
 import { readPointer, type Pointer, type PointerArg } from './library.js';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq } from '../structs/verbs-resources.js';
-import { ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
-import { memberOffset } from '../structs/registry.js';
+import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { rdma_cm_id } from '../structs/rdma-cma.js';
 
 /** ibv_access_flags. */
@@ -145,38 +144,17 @@ function scratchArea() {
   return scratch;
 }
 
-const RECV = {
-  wr_id: memberOffset(ibv_recv_wr, 'wr_id'),
-  next: memberOffset(ibv_recv_wr, 'next'),
-  sg_list: memberOffset(ibv_recv_wr, 'sg_list'),
-  num_sge: memberOffset(ibv_recv_wr, 'num_sge'),
-};
-const SGE_LENGTH = memberOffset(ibv_sge, 'length');
-const SGE_LKEY = memberOffset(ibv_sge, 'lkey');
-const SEND = {
-  wr_id: memberOffset(ibv_send_wr, 'wr_id'),
-  sg_list: memberOffset(ibv_send_wr, 'sg_list'),
-  num_sge: memberOffset(ibv_send_wr, 'num_sge'),
-  opcode: memberOffset(ibv_send_wr, 'opcode'),
-  send_flags: memberOffset(ibv_send_wr, 'send_flags'),
-  remoteAddr: memberOffset(ibv_send_wr, 'wr.rdma.remote_addr'),
-  rkey: memberOffset(ibv_send_wr, 'wr.rdma.rkey'),
-  udAh: memberOffset(ibv_send_wr, 'wr.ud.ah'),
-  udRemoteQpn: memberOffset(ibv_send_wr, 'wr.ud.remote_qpn'),
-  udRemoteQkey: memberOffset(ibv_send_wr, 'wr.ud.remote_qkey'),
-};
-
 const toU64 = (value: Pointer | number | null) => BigInt(value ?? 0);
 
 function sendWr(context: Pointer | null, sgl: Pointer, nsge: number, opcode: number, flags: number): { address: Pointer; view: DataView } {
   const area = scratchArea();
   const v = area.view;
   for (let i = 0; i < ibv_send_wr.size; i += 8) v.setBigUint64(SEND_WR + i, 0n, true);
-  v.setBigUint64(SEND_WR + SEND.wr_id, toU64(context), true);
-  v.setBigUint64(SEND_WR + SEND.sg_list, sgl, true);
-  v.setInt32(SEND_WR + SEND.num_sge, nsge, true);
-  v.setInt32(SEND_WR + SEND.opcode, opcode, true);
-  v.setUint32(SEND_WR + SEND.send_flags, flags >>> 0, true);
+  v.setBigUint64(SEND_WR + SEND_WR_OFFSET.wrId, toU64(context), true);
+  v.setBigUint64(SEND_WR + SEND_WR_OFFSET.sgList, sgl, true);
+  v.setInt32(SEND_WR + SEND_WR_OFFSET.numSge, nsge, true);
+  v.setInt32(SEND_WR + SEND_WR_OFFSET.opcode, opcode, true);
+  v.setUint32(SEND_WR + SEND_WR_OFFSET.sendFlags, flags >>> 0, true);
   return area;
 }
 
@@ -189,8 +167,8 @@ function postScratchSend(id: Pointer): number {
 function scratchSge(addr: Pointer, length: number, lkey: number): Pointer {
   const area = scratchArea();
   area.view.setBigUint64(SGE, addr, true);
-  area.view.setUint32(SGE + SGE_LENGTH, length >>> 0, true);
-  area.view.setUint32(SGE + SGE_LKEY, lkey >>> 0, true);
+  area.view.setUint32(SGE + SGE_OFFSET.length, length >>> 0, true);
+  area.view.setUint32(SGE + SGE_OFFSET.lkey, lkey >>> 0, true);
   return area.address + BigInt(SGE);
 }
 
@@ -220,10 +198,10 @@ export function rdma_dereg_mr(mr: Pointer): number {
 export function rdma_post_recvv(id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number): number {
   const area = scratchArea();
   const v = area.view;
-  v.setBigUint64(RECV_WR + RECV.wr_id, toU64(context), true);
-  v.setBigUint64(RECV_WR + RECV.next, 0n, true);
-  v.setBigUint64(RECV_WR + RECV.sg_list, sgl, true);
-  v.setInt32(RECV_WR + RECV.num_sge, nsge, true);
+  v.setBigUint64(RECV_WR + RECV_WR_OFFSET.wrId, toU64(context), true);
+  v.setBigUint64(RECV_WR + RECV_WR_OFFSET.next, 0n, true);
+  v.setBigUint64(RECV_WR + RECV_WR_OFFSET.sgList, sgl, true);
+  v.setInt32(RECV_WR + RECV_WR_OFFSET.numSge, nsge, true);
   const wr = area.address + BigInt(RECV_WR);
   const bad = area.address + BigInt(BAD_WR);
   const srq = readPointer(id, ID_SRQ);
@@ -240,8 +218,8 @@ function postRdma(
   opcode: number, id: Pointer, context: Pointer | null, sgl: Pointer, nsge: number, flags: number, remoteAddr: bigint, rkey: number,
 ): number {
   const { view } = sendWr(context, sgl, nsge, opcode, flags);
-  view.setBigUint64(SEND_WR + SEND.remoteAddr, remoteAddr, true);
-  view.setUint32(SEND_WR + SEND.rkey, rkey >>> 0, true);
+  view.setBigUint64(SEND_WR + SEND_WR_OFFSET.remoteAddr, remoteAddr, true);
+  view.setUint32(SEND_WR + SEND_WR_OFFSET.rkey, rkey >>> 0, true);
   return postScratchSend(id);
 }
 /** rdma_post_readv. */
@@ -288,9 +266,9 @@ export function rdma_post_ud_send(
   id: Pointer, context: Pointer | null, addr: Pointer, length: number, mr: Pointer | null, flags: number, ah: Pointer, remoteQpn: number,
 ): number {
   const { view } = sendWr(context, scratchSge(addr, length, mrLkey(mr)), 1, IBV_WR_SEND, flags);
-  view.setBigUint64(SEND_WR + SEND.udAh, ah, true);
-  view.setUint32(SEND_WR + SEND.udRemoteQpn, remoteQpn >>> 0, true);
-  view.setUint32(SEND_WR + SEND.udRemoteQkey, RDMA_UDP_QKEY, true);
+  view.setBigUint64(SEND_WR + SEND_WR_OFFSET.udAh, ah, true);
+  view.setUint32(SEND_WR + SEND_WR_OFFSET.udRemoteQpn, remoteQpn >>> 0, true);
+  view.setUint32(SEND_WR + SEND_WR_OFFSET.udRemoteQkey, RDMA_UDP_QKEY, true);
   return postScratchSend(id);
 }
 

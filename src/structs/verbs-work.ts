@@ -1,5 +1,5 @@
 // Work requests and completions from infiniband/verbs.h: the data path's layouts.
-import { anonymousStruct, anonymousUnion, cStruct } from './registry.js';
+import { anonymousStruct, anonymousUnion, cStruct, memberOffset } from './registry.js';
 import { ibv_gid } from './verbs-device.js';
 import type { Pointer } from '../ffi/library.js';
 
@@ -54,6 +54,40 @@ export interface IbvRecvWr {
   sg_list: Pointer | null;
   num_sge: number;
 }
+
+/**
+ * Byte offsets of the work-request fields written straight into native memory
+ * (prepared requests and the rdma_verbs.h helpers), read from the layouts above.
+ */
+export const SGE_OFFSET = {
+  addr: memberOffset(ibv_sge, 'addr'),
+  length: memberOffset(ibv_sge, 'length'),
+  lkey: memberOffset(ibv_sge, 'lkey'),
+};
+export const SEND_WR_OFFSET = {
+  wrId: memberOffset(ibv_send_wr, 'wr_id'),
+  next: memberOffset(ibv_send_wr, 'next'),
+  sgList: memberOffset(ibv_send_wr, 'sg_list'),
+  numSge: memberOffset(ibv_send_wr, 'num_sge'),
+  opcode: memberOffset(ibv_send_wr, 'opcode'),
+  sendFlags: memberOffset(ibv_send_wr, 'send_flags'),
+  immData: memberOffset(ibv_send_wr, 'imm_data'),
+  remoteAddr: memberOffset(ibv_send_wr, 'wr.rdma.remote_addr'),
+  rkey: memberOffset(ibv_send_wr, 'wr.rdma.rkey'),
+  atomicRemoteAddr: memberOffset(ibv_send_wr, 'wr.atomic.remote_addr'),
+  compareAdd: memberOffset(ibv_send_wr, 'wr.atomic.compare_add'),
+  swap: memberOffset(ibv_send_wr, 'wr.atomic.swap'),
+  atomicRkey: memberOffset(ibv_send_wr, 'wr.atomic.rkey'),
+  udAh: memberOffset(ibv_send_wr, 'wr.ud.ah'),
+  udRemoteQpn: memberOffset(ibv_send_wr, 'wr.ud.remote_qpn'),
+  udRemoteQkey: memberOffset(ibv_send_wr, 'wr.ud.remote_qkey'),
+};
+export const RECV_WR_OFFSET = {
+  wrId: memberOffset(ibv_recv_wr, 'wr_id'),
+  next: memberOffset(ibv_recv_wr, 'next'),
+  sgList: memberOffset(ibv_recv_wr, 'sg_list'),
+  numSge: memberOffset(ibv_recv_wr, 'num_sge'),
+};
 
 /** struct ibv_wc: one work completion. imm_data is in network byte order (union with invalidated_rkey). */
 export const ibv_wc = cStruct('ibv_wc', {
