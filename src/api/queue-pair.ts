@@ -15,8 +15,7 @@ import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
-import { PreparedRecv, PreparedRecvChain, PreparedSend, type PostTarget, type RecvChainOptions, type RecvOptions, type SendOptions } from './work-request.js';
-import { untrackWorkRequest } from './work-request-ids.js';
+import { PreparedRecv, PreparedRecvChain, PreparedSend, postOnce, type PostTarget, type RecvChainOptions, type RecvOptions, type SendOptions } from './work-request.js';
 import { argumentError, parseArgument } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
 
@@ -112,9 +111,7 @@ export class QueuePair extends Resource {
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
     this.ensureOpen('postRecv');
     this.#refuseWithSrq('postRecv');
-    const request = new PreparedRecv(internal, this.#target, region, options, true);
-    this.#postOnce(request);
-    return request.wrId;
+    return postOnce(new PreparedRecv(internal, this.#target, region, options, true));
   }
 
   /**
@@ -123,22 +120,11 @@ export class QueuePair extends Resource {
    */
   postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
     this.ensureOpen('postSend');
-    const request = new PreparedSend(internal, this.#target, source, options, true);
-    this.#postOnce(request);
-    return request.wrId;
+    return postOnce(new PreparedSend(internal, this.#target, source, options, true));
   }
 
   #refuseWithSrq(operation: string): void {
     if (this.#usesSrq) throw argumentError(operation, 'queuePair', 'this queue pair takes its receives from a shared receive queue: post them to id.srq');
-  }
-
-  #postOnce(request: PreparedRecv | PreparedSend): void {
-    try {
-      request.post();
-    } catch (error) {
-      untrackWorkRequest(request.wrId);
-      throw error;
-    }
   }
 
   /**

@@ -9,8 +9,7 @@ import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
-import { PreparedRecv, PreparedRecvChain, type PostTarget, type RecvChainOptions, type RecvOptions } from './work-request.js';
-import { untrackWorkRequest } from './work-request-ids.js';
+import { PreparedRecv, PreparedRecvChain, postOnce, type PostTarget, type RecvChainOptions, type RecvOptions } from './work-request.js';
 
 export class SharedReceiveQueue extends Resource {
   readonly maxWr: number;
@@ -45,14 +44,7 @@ export class SharedReceiveQueue extends Resource {
   /** ibv_post_srq_recv of one receive; returns its wr_id. */
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
     this.ensureOpen('postRecv');
-    const request = new PreparedRecv(internal, this.#target, region, options, true);
-    try {
-      request.post();
-    } catch (error) {
-      untrackWorkRequest(request.wrId);
-      throw error;
-    }
-    return request.wrId;
+    return postOnce(new PreparedRecv(internal, this.#target, region, options, true));
   }
 
   /** rdma_destroy_srq (after the QPs that use it are gone: the id closes its QP first). */

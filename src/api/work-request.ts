@@ -16,7 +16,7 @@ import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, i
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
 import { argumentError, parseArgument, u32, u64 } from './validate.js';
-import { trackWorkRequest, trackWorkRequestBlock } from './work-request-ids.js';
+import { trackWorkRequest, trackWorkRequestBlock, untrackWorkRequest } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
@@ -167,9 +167,25 @@ abstract class PreparedWorkRequest {
   }
 
   protected check(operation: string): void {
-    if (this.target.owner.closed) throw argumentError(operation, 'queuePair', 'the queue pair is closed');
-    if (this.region?.closed) throw argumentError(operation, 'region', 'the memory region is deregistered');
+    checkPostable(operation, this.target, this.region);
   }
+}
+
+/** What every post checks first: its queue is open and its memory still registered. */
+function checkPostable(operation: string, target: PostTarget, region: MemoryRegion | undefined): void {
+  if (target.owner.closed) throw argumentError(operation, 'queuePair', 'the queue pair is closed');
+  if (region?.closed) throw argumentError(operation, 'region', 'the memory region is deregistered');
+}
+
+/** Posts a one-shot request; if the post fails its wr_id (and context) is forgotten. Returns the wr_id. */
+export function postOnce(request: PreparedRecv | PreparedSend): number {
+  try {
+    request.post();
+  } catch (error) {
+    untrackWorkRequest(request.wrId);
+    throw error;
+  }
+  return request.wrId;
 }
 
 /** A send, RDMA write or read, or atomic, encoded once; post() it as often as you like. */
@@ -327,8 +343,7 @@ export class PreparedRecvChain {
    */
   post(): void {
     const target = this.#target;
-    if (target.owner.closed) throw argumentError('PreparedRecvChain.post', 'queuePair', 'the queue pair is closed');
-    if (this.#region.closed) throw argumentError('PreparedRecvChain.post', 'region', 'the memory region is deregistered');
+    checkPostable('PreparedRecvChain.post', target, this.#region);
     const ret = target.postReceive(target.handle, this.#memory.address, this.#badWr);
     if (ret !== 0) {
       const failedAt = Number(this.#memory.view.getBigUint64(this.#badWrOffset, true) - this.#memory.address) / ibv_recv_wr.size;
