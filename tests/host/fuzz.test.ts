@@ -11,7 +11,7 @@
 // the rest of the contract stays enforced. Remove an entry once it is fixed.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { hostRdmaDevices } from '../support/device.js';
 import fc from 'fast-check';
 import koffi from 'koffi';
 import {
@@ -22,13 +22,6 @@ import {
 } from '../../src/index.js';
 import { flagMask, flagNames } from '../../src/api/enums.js';
 
-function hostRdmaDevices(): string[] {
-  try {
-    return readdirSync('/sys/class/infiniband');
-  } catch {
-    return [];
-  }
-}
 const devices = hostRdmaDevices();
 const skipNative = devices.length > 0 && `this host has RDMA devices (${devices.join(', ')}): valid calls would open real resources`;
 

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { hostRdmaDevices } from '../support/device.js';
 import koffi from 'koffi';
 import { z } from 'zod';
 import {
@@ -24,14 +24,6 @@ import {
 } from '../../src/api/enums.js';
 import { rdma_conn_param, type RdmaConnParam } from '../../src/structs/rdma-cma.js';
 
-/** Where the host has RDMA devices, valid calls succeed instead of failing with ENODEV. */
-function hostRdmaDevices(): string[] {
-  try {
-    return readdirSync('/sys/class/infiniband');
-  } catch {
-    return [];
-  }
-}
 const devices = hostRdmaDevices();
 const skipNative = devices.length > 0 && `this host has RDMA devices (${devices.join(', ')}): valid calls would not fail with ENODEV`;
 

@@ -1,10 +1,14 @@
 // What device-tier tests need to know about the RDMA device they run on.
 import { existsSync, readdirSync } from 'node:fs';
 
+/** The RDMA devices this host's kernel has (none where it has no RDMA stack). */
+export function hostRdmaDevices(): string[] {
+  return existsSync('/sys/class/infiniband') ? readdirSync('/sys/class/infiniband') : [];
+}
+
 /** True where this host has an RDMA device (or the harness named one). */
 export function hasDevice(): boolean {
-  if (process.env.RDMACM_TEST_DEVICE) return true;
-  return existsSync('/sys/class/infiniband') && readdirSync('/sys/class/infiniband').length > 0;
+  return Boolean(process.env.RDMACM_TEST_DEVICE) || hostRdmaDevices().length > 0;
 }
 
 /** The IPv4 address bound to the test device's netdev (set by scripts/rxe-vm.sh). */
