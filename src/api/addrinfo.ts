@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { checkRdma } from '../ffi/errors.js';
 import type { Pointer } from '../ffi/library.js';
+import { nativeBytes } from '../ffi/native-copy.js';
 import { rdma_addrinfo, type RdmaAddrinfo } from '../structs/rdma-cma.js';
 import { AF_INET, AF_INET6, AF_IB } from '../structs/socket.js';
 import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlagName, type PortSpaceName, type QpTypeName } from './enums.js';
@@ -37,7 +38,7 @@ export type AddrInfoHints = z.input<typeof hintsSchema>;
 
 function decodeAddress(address: Pointer | null, length: number): SocketAddress | undefined {
   if (!address || length === 0) return undefined;
-  return decodeSocketAddress(new Uint8Array(koffi.view(address, length)).slice());
+  return decodeSocketAddress(nativeBytes(address, length));
 }
 
 export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {

@@ -5,7 +5,7 @@ import type { Pointer } from '../ffi/library.js';
 import { errnoName } from '../ffi/errors.js';
 import { rdma_cm_event, rdma_ud_param, type RdmaUdParam } from '../structs/rdma-cma.js';
 import { memberOffset } from '../structs/registry.js';
-import { copyFromNative, snapshotStruct } from '../ffi/native-copy.js';
+import { nativeBytes, snapshotStruct } from '../ffi/native-copy.js';
 import type { IbvAhAttr } from '../structs/verbs-resources.js';
 import { CmEventType, type CmEventTypeName } from './enums.js';
 
@@ -61,9 +61,7 @@ const UD_EVENTS = new Set<string>(['MULTICAST_JOIN', 'MULTICAST_ERROR']);
 
 function copyPrivateData(address: Pointer | null, length: number): Buffer {
   if (!address || length === 0) return Buffer.alloc(0);
-  const copy = Buffer.allocUnsafe(length);
-  copyFromNative(copy, address, length);
-  return copy;
+  return nativeBytes(address, length);
 }
 
 /**

@@ -11,6 +11,7 @@ import { RdmaError, UnsupportedError, checkRdma, checkVerbs } from '../ffi/error
 import { readPointer, type Pointer } from '../ffi/library.js';
 import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../structs/rdma-cma.js';
 import { memberOffset } from '../structs/registry.js';
+import { nativeBytes } from '../ffi/native-copy.js';
 import {
   ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
 } from '../structs/verbs-resources.js';
@@ -227,7 +228,7 @@ export class CmId extends Resource implements EventTarget {
 
   #address(offset: number): SocketAddress | undefined {
     this.ensureOpen('address');
-    return decodeSocketAddress(new Uint8Array(koffi.view(this.handle + BigInt(offset), SOCKADDR_STORAGE_SIZE)).slice());
+    return decodeSocketAddress(nativeBytes(this.handle + BigInt(offset), SOCKADDR_STORAGE_SIZE));
   }
 
   /** rdma_bind_addr. */

@@ -13,6 +13,13 @@ export function copyFromNative(destination: Uint8Array, address: Pointer, length
   if (length > 0) libc.memcpy(destination, address, length);
 }
 
+/** A new Buffer holding a copy of the `length` bytes at `address`. */
+export function nativeBytes(address: Pointer, length: number): Buffer {
+  const copy = Buffer.allocUnsafe(length);
+  copyFromNative(copy, address, length);
+  return copy;
+}
+
 /**
  * The `size` bytes of a struct at `address`, copied into a shared scratch
  * buffer: read the fields you need at once, before the next call overwrites it.
