@@ -3,11 +3,72 @@
 import { z } from 'zod';
 import { RdmaArgumentError } from './errors.js';
 
-/** Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError. */
+/**
+ * Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError.
+ * The last successful parse of each schema is remembered for flat inputs
+ * (a primitive, or a plain object of primitive data properties): an equal input
+ * gets the same (frozen) output without running zod again. Calls repeat their
+ * options far more often than they change them, and a parse costs a thousand
+ * times a comparison while V8 has not optimized zod yet. Schemas are pure, so
+ * equal inputs always parse alike.
+ */
 export function parseArgument<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.output<S> {
+  const memo = memos.get(schema);
+  if (memo !== undefined && memo.matches(value)) return memo.output as z.output<S>;
   const result = schema.safeParse(value);
   if (!result.success) throw RdmaArgumentError.fromZod(operation, parameter, result.error);
+  const remembered = ParseMemo.of(value, result.data);
+  if (remembered) memos.set(schema, remembered);
   return result.data;
+}
+
+const memos = new WeakMap<z.ZodType, ParseMemo>();
+
+const isPrimitive = (value: unknown): boolean => value === null || (typeof value !== 'object' && typeof value !== 'function');
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+};
+
+/** One flat input, copied, and what zod made of it. */
+class ParseMemo {
+  private constructor(
+    /** The input's keys in order, or null when the input was a primitive (values[0]). */
+    private readonly keys: readonly string[] | null,
+    private readonly values: readonly unknown[],
+    readonly output: unknown,
+  ) {}
+
+  /** A memo for a flat input whose output is flat too (so freezing it makes it immutable); else undefined. */
+  static of(input: unknown, output: unknown): ParseMemo | undefined {
+    if (isPrimitive(input)) return isPrimitive(output) ? new ParseMemo(null, [input], output) : undefined;
+    if (!isPlainObject(input) || !isPlainObject(output)) return undefined;
+    const keys: string[] = [];
+    const values: unknown[] = [];
+    for (const key in input) {
+      const property = Object.getOwnPropertyDescriptor(input, key);
+      if (!property || !('value' in property) || !isPrimitive(property.value)) return undefined;
+      keys.push(key);
+      values.push(property.value);
+    }
+    for (const key in output) if (!isPrimitive(output[key])) return undefined;
+    return new ParseMemo(keys, values, Object.freeze(output));
+  }
+
+  /** Whether `input` has the same keys, in the same order, with the same values (Object.is). */
+  matches(input: unknown): boolean {
+    const keys = this.keys;
+    if (keys === null) return Object.is(input, this.values[0]);
+    if (!isPlainObject(input)) return false;
+    let index = 0;
+    for (const key in input) {
+      if (index === keys.length || key !== keys[index] || !Object.is(input[key], this.values[index])) return false;
+      index++;
+    }
+    return index === keys.length;
+  }
 }
 
 /** Throws RdmaArgumentError for a rule zod cannot see (limits known only at run time). */

@@ -276,6 +276,61 @@ test('wait options accept a non-negative integer timeout and an AbortSignal', ()
   assert.deepEqual(parseArgument('rdma_connect', 'options', waitSchema, {}), {});
 });
 
+// ---------------------------------------------------------------- the parse memo
+// parseArgument remembers each schema's last flat input; these pin down when it
+// may answer without zod and that it never answers for an input zod would refuse.
+// A fresh schema per test: memos are per schema and would carry over.
+const memoSchema = () => z.strictObject({ count: z.number().int().min(1).default(1), name: z.string().default('x') });
+const refused = (name: string, call: () => unknown, path: string, rule: RegExp) => assertArgumentError({ name, call, operation: 'op', path, rule });
+
+test('parse memo: an equal flat input gets the same frozen output', () => {
+  const schema = memoSchema();
+  const first = parseArgument('op', 'options', schema, { count: 2 });
+  const second = parseArgument('op', 'options', schema, { count: 2 });
+  assert.deepEqual(first, { count: 2, name: 'x' });
+  assert.equal(second, first, 'answered from the memo');
+  assert.ok(Object.isFrozen(second));
+});
+
+test('parse memo: a changed value, key or key order is parsed again', () => {
+  const schema = memoSchema();
+  const first = parseArgument('op', 'options', schema, { count: 2, name: 'a' });
+  assert.notEqual(parseArgument('op', 'options', schema, { count: 3, name: 'a' }), first);
+  const reordered = parseArgument('op', 'options', schema, { name: 'a', count: 3 });
+  assert.deepEqual(reordered, { count: 3, name: 'a' });
+  assert.notEqual(parseArgument('op', 'options', schema, { count: 3 }), reordered);
+});
+
+test('parse memo: an input zod refuses is refused after a remembered good one', () => {
+  const schema = memoSchema();
+  parseArgument('op', 'options', schema, { count: 2 });
+  refused('count 0', () => parseArgument('op', 'options', schema, { count: 0 }), 'options.count', />=1/);
+  refused('an extra key', () => parseArgument('op', 'options', schema, { count: 2, extra: true }), 'options', /Unrecognized key: "extra"/);
+  refused("count '2'", () => parseArgument('op', 'options', schema, { count: '2' }), 'options.count', /expected number/);
+});
+
+test('parse memo: primitives are compared with Object.is (0 and -0 differ; a refused NaN stays refused)', () => {
+  const nonNegative = z.number().min(0);
+  assert.equal(parseArgument('op', 'n', nonNegative, 0), 0);
+  assert.ok(Object.is(parseArgument('op', 'n', nonNegative, -0), -0));
+  refused('NaN', () => parseArgument('op', 'n', nonNegative, NaN), 'n', /expected number/);
+  refused('NaN again', () => parseArgument('op', 'n', nonNegative, NaN), 'n', /expected number/);
+});
+
+test('parse memo: inputs with objects, accessors or a class prototype are not remembered', () => {
+  const schema = memoSchema();
+  const withSignal = { timeoutMs: 5, signal: new AbortController().signal };
+  assert.notEqual(parseArgument('op', 'options', waitSchema, withSignal), parseArgument('op', 'options', waitSchema, withSignal));
+  class Options { count = 2; }
+  let reads = 0;
+  const accessor = { get count() { reads++; return 2; } };
+  parseArgument('op', 'options', schema, accessor);
+  parseArgument('op', 'options', schema, accessor);
+  assert.equal(reads, 2, 'zod read the accessor on each call');
+  assert.notEqual(parseArgument('op', 'options', schema, { count: 2 }), parseArgument('op', 'options', schema, new Options()));
+  assert.ok(!Object.isFrozen(parseArgument('op', 'options', schema, new Options())));
+});
+
 // ---------------------------------------------------------------- valid calls reach native code
 // Skipped where /sys/class/infiniband has entries: there, these calls succeed.
 const validCalls: { name: string; syscall: string; call: () => unknown }[] = [
