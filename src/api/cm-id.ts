@@ -20,7 +20,7 @@ import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-par
 import { DeviceContext } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
 import { ResourceClosedError } from './errors.js';
-import { EventChannel, type EventTarget } from './event-channel.js';
+import { EventChannel, type Deadline, type EventTarget } from './event-channel.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { AddressHandle } from './address-handle.js';
@@ -106,11 +106,58 @@ export interface Established {
   readonly ud: EventUdParam | undefined;
 }
 
-interface Waiter {
-  readonly operation: string;
-  readonly expected: readonly CmEventTypeName[];
-  resolve(event: ConnectionEvent): void;
-  reject(error: unknown): void;
+/**
+ * An operation waiting on an id for one of `expected`. It ends at the first of:
+ * that event, an ending event, its deadline (the channel's timer), its abort
+ * signal, or the id's close. One object, no closures: hundreds may wait at once.
+ */
+class Waiter implements Deadline {
+  readonly deadline: number;
+  #settled = false;
+
+  constructor(
+    readonly operation: string,
+    readonly expected: readonly CmEventTypeName[],
+    private readonly timeoutMs: number | undefined,
+    private readonly signal: AbortSignal | undefined,
+    private readonly waiters: Set<Waiter>,
+    private readonly channel: EventChannel,
+    private readonly onResolve: (event: ConnectionEvent) => void,
+    private readonly onReject: (error: unknown) => void,
+  ) {
+    this.deadline = timeoutMs === undefined ? Infinity : performance.now() + timeoutMs;
+    waiters.add(this);
+    signal?.addEventListener('abort', this, { once: true });
+    // Last: it may read and deliver a pending event at once.
+    channel.expect(this);
+  }
+
+  resolve(event: ConnectionEvent): void {
+    if (this.#settle()) this.onResolve(event);
+  }
+
+  reject(error: unknown): void {
+    if (this.#settle()) this.onReject(error);
+  }
+
+  /** The channel's timer: the deadline passed. */
+  expire(): void {
+    this.reject(new RdmaError(this.operation, 110 /* ETIMEDOUT */, `no event within ${this.timeoutMs} ms`));
+  }
+
+  /** The abort signal fired (the waiter is its own listener). */
+  handleEvent(): void {
+    this.reject(this.signal!.reason);
+  }
+
+  #settle(): boolean {
+    if (this.#settled) return false;
+    this.#settled = true;
+    this.waiters.delete(this);
+    this.signal?.removeEventListener('abort', this);
+    this.channel.settle(this);
+    return true;
+  }
 }
 
 /** Events that end a pending operation even though it did not wait for them. */
@@ -373,7 +420,7 @@ export class CmId extends Resource implements EventTarget {
     this.ensureOpen(operation);
     if (!this.#channel) throw argumentError(operation, 'id', 'this listener is synchronous: use getRequest()');
     const o = parseArgument(operation, 'options', waitSchema, options);
-    const event = await this.#wait(operation, ['CONNECT_REQUEST'], o.timeoutMs, o.signal).promise;
+    const event = await this.#wait(operation, ['CONNECT_REQUEST'], o.timeoutMs, o.signal);
     return event.id;
   }
 
@@ -442,7 +489,7 @@ export class CmId extends Resource implements EventTarget {
     const o = parseArgument(operation, 'options', waitSchema, options);
     if (this.#disconnected) return this.#dropKept('DISCONNECTED');
     if (!this.#channel) throw argumentError(operation, 'id', 'a synchronous id has no events to wait for');
-    await this.#wait(operation, ['DISCONNECTED'], o.timeoutMs, o.signal).promise;
+    await this.#wait(operation, ['DISCONNECTED'], o.timeoutMs, o.signal);
   }
 
   #dropKept(type: CmEventTypeName): void {
@@ -567,24 +614,15 @@ export class CmId extends Resource implements EventTarget {
    * On a synchronous id the call itself blocked until then; its event (if any)
    * is what librdmacm left in id->event.
    */
-  async #run(
+  #run(
     operation: string, expected: readonly CmEventTypeName[], options: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined },
     defaultTimeoutMs: number, call: () => number,
   ): Promise<ConnectionEvent | undefined> {
     options.signal?.throwIfAborted();
-    if (!this.#channel || expected.length === 0) {
-      checkRdma(operation, call());
-      return this.#syncEvent();
-    }
-    const { promise, waiter } = this.#wait(operation, expected, (options.timeoutMs ?? defaultTimeoutMs) + 1000, options.signal, true);
-    try {
-      checkRdma(operation, call());
-    } catch (error) {
-      waiter?.reject(error);
-      await promise.catch(() => undefined);
-      throw error;
-    }
-    return promise;
+    checkRdma(operation, call());
+    if (!this.#channel || expected.length === 0) return Promise.resolve(this.#syncEvent());
+    // Events are read on the event loop, so the one this call causes cannot have been taken yet.
+    return this.#wait(operation, expected, (options.timeoutMs ?? defaultTimeoutMs) + 1000, options.signal, true);
   }
 
   /** The event a synchronous call left in id->event (acked by librdmacm on the next call). */
@@ -598,47 +636,21 @@ export class CmId extends Resource implements EventTarget {
 
   /**
    * Waits for one of `expected` on this id; ending events reject with
-   * ConnectionError. `fresh` skips events kept from before (the operation has
-   * not been issued yet). `waiter` is undefined when the result is already known.
+   * ConnectionError. `fresh` skips events kept from before (the operation was
+   * just issued).
    */
   #wait(
-    operation: string, expected: readonly CmEventTypeName[], timeout: number | undefined, signal: AbortSignal | undefined, fresh = false,
-  ): { promise: Promise<ConnectionEvent>; waiter: Waiter | undefined } {
-    const channel = this.#channel!;
+    operation: string, expected: readonly CmEventTypeName[], timeoutMs: number | undefined, signal: AbortSignal | undefined, fresh = false,
+  ): Promise<ConnectionEvent> {
     if (!fresh) {
       const index = this.#inbox.findIndex((e) => expected.includes(e.type as CmEventTypeName));
-      if (index >= 0) return { promise: Promise.resolve(this.#inbox.splice(index, 1)[0]!), waiter: undefined };
+      if (index >= 0) return Promise.resolve(this.#inbox.splice(index, 1)[0]!);
     }
-    if (signal?.aborted) return { promise: Promise.reject(signal.reason), waiter: undefined };
-    let waiter!: Waiter;
-    const promise = new Promise<ConnectionEvent>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-      const settle = (finish: () => void) => {
-        if (settled) return;
-        settled = true;
-        if (timer) clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        this.#waiters.delete(waiter);
-        channel.settle();
-        finish();
-      };
-      const onAbort = () => settle(() => reject(signal!.reason));
-      waiter = {
-        operation,
-        expected,
-        resolve: (event) => settle(() => resolve(event)),
-        reject: (error) => settle(() => reject(error)),
-      };
-      // Timer and abort listener first: expect() may deliver an already queued event at once.
-      if (timeout !== undefined) {
-        timer = setTimeout(() => waiter.reject(new RdmaError(operation, 110 /* ETIMEDOUT */, `no event within ${timeout} ms`)), timeout);
-      }
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#waiters.add(waiter);
-      channel.expect();
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const channel = this.#channel!;
+    return new Promise<ConnectionEvent>((resolve, reject) => {
+      new Waiter(operation, expected, timeoutMs, signal, this.#waiters, channel, resolve, reject);
     });
-    return { promise, waiter };
   }
 
   /**

@@ -24,6 +24,12 @@ export interface EventTarget {
   failPending(error: unknown): void;
 }
 
+/** An operation that gives up at `deadline` (performance.now() time): the channel calls expire() then. */
+export interface Deadline {
+  readonly deadline: number;
+  expire(): void;
+}
+
 /** Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
 export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener: EventTarget, request: RawCmEvent['conn']) => EventTarget;
 
@@ -36,6 +42,10 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   readonly #isUdPortSpace = (idHandle: Pointer): boolean => this.#targets.get(idHandle)?.udPortSpace ?? false;
   #demand = 0;
   #pumping = false;
+  /** Deadlines of the operations waiting here, all served by one timer set for the nearest. */
+  readonly #deadlines = new Set<Deadline>();
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  #deadlineTimerDue = Infinity;
   #iterators = 0;
   #iteratorQueue: CmEvent<CmId>[] = [];
   #iteratorWaiters: ((result: IteratorResult<CmEvent<CmId>>) => void)[] = [];
@@ -61,17 +71,51 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     this.#targets.delete(idHandle);
   }
 
-  /** @internal An operation starts waiting for an event: read the fd until it is served. */
-  expect(): void {
+  /**
+   * @internal An operation starts waiting for an event: read the fd until it is
+   * served, and expire it at its deadline, if it has one.
+   */
+  expect(deadline?: Deadline): void {
     this.ensureOpen('wait for an event');
     this.#demand++;
+    if (deadline && deadline.deadline !== Infinity) {
+      this.#deadlines.add(deadline);
+      if (deadline.deadline < this.#deadlineTimerDue) this.#armDeadlineTimer(deadline.deadline);
+    }
     if (!this.#pumping) void this.#pump();
   }
 
   /** @internal An operation stopped waiting (served, timed out or aborted). */
-  settle(): void {
-    // With nobody waiting, stop watching the fd so an idle channel does not keep the process alive.
-    if (--this.#demand === 0) this.#watcher.idle();
+  settle(deadline?: Deadline): void {
+    if (deadline) this.#deadlines.delete(deadline);
+    // With nobody waiting, stop watching the fd and the clock, so an idle channel does not keep the process alive.
+    if (--this.#demand === 0) {
+      this.#watcher.idle();
+      this.#disarmDeadlineTimer();
+    }
+  }
+
+  // One timer per channel, not one per operation: a timer costs more than the
+  // rest of an operation's JavaScript, and hundreds of operations may wait at once.
+  #armDeadlineTimer(due: number): void {
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimerDue = due;
+    this.#deadlineTimer = setTimeout(() => this.#expireDue(), Math.max(0, Math.ceil(due - performance.now())));
+  }
+
+  #disarmDeadlineTimer(): void {
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = undefined;
+    this.#deadlineTimerDue = Infinity;
+  }
+
+  #expireDue(): void {
+    this.#disarmDeadlineTimer();
+    const now = performance.now();
+    for (const waiting of [...this.#deadlines]) if (waiting.deadline <= now) waiting.expire();
+    let next = Infinity;
+    for (const waiting of this.#deadlines) if (waiting.deadline < next) next = waiting.deadline;
+    if (next !== Infinity) this.#armDeadlineTimer(next);
   }
 
   /** Reads one event without blocking; undefined when none is pending. */
@@ -94,6 +138,9 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   async #pump(): Promise<void> {
     this.#pumping = true;
     try {
+      // Wait first: the operation that started the pump was issued just now, and
+      // its event is rarely there yet (a read would only find EAGAIN).
+      await this.#watcher.readable();
       while (this.#demand > 0 && !this.closed) {
         const event = this.#readOne();
         if (event) this.#dispatch(event);
@@ -168,6 +215,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   }
 
   protected release(): void {
+    this.#disarmDeadlineTimer();
     this.#watcher.close();
     for (const waiter of this.#iteratorWaiters.splice(0)) waiter({ value: undefined, done: true });
     this.#targets.clear();
