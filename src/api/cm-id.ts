@@ -17,7 +17,7 @@ import {
 } from '../structs/verbs-resources.js';
 import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
-import { DeviceContext } from './device-context.js';
+import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
 import { ResourceClosedError } from './errors.js';
 import { EventChannel, type Deadline, type EventTarget } from './event-channel.js';
@@ -206,7 +206,8 @@ export class CmId extends Resource implements EventTarget {
     this.request = options.request;
     this.#protectionDomain = options.pd;
     channel?.attach(handle, this);
-    if (readPointer(handle, ID.qp) !== 0n) this.#adoptQueuePair(options.pd, options.granted);
+    // Only rdma_create_ep and rdma_get_request on its listener make an id with a QP.
+    if (options.endpoint && readPointer(handle, ID.qp) !== 0n) this.#adoptQueuePair(options.pd, options.granted);
   }
 
   /** The channel this id's events arrive on; null for a synchronous id. */
@@ -321,8 +322,8 @@ export class CmId extends Resource implements EventTarget {
       if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
       if (pd.closed) throw argumentError(operation, 'pd', 'the protection domain is closed');
     }
-    const device = this.device;
-    if (device) checkQpAttrLimits(operation, a, device);
+    const verbs = readPointer(this.handle, ID.verbs);
+    if (verbs !== 0n) checkQpAttrLimits(operation, a, deviceLimits(verbs));
     const init = encodeQpInitAttr(a);
     checkRdma(operation, librdmacm.rdma_create_qp(this.handle, pd ? pd.unsafeHandle : null, init));
     if (pd) this.#protectionDomain = pd;
@@ -705,14 +706,13 @@ export class CmId extends Resource implements EventTarget {
 EventChannel.adoptRequest = (channel, handle, listener, request) =>
   new CmId(internal, handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request });
 
-function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema>, device: DeviceContext): void {
-  const { maxQpWr, maxSge } = device.limits;
-  for (const [field, value, limit] of [
-    ['sendWr', attr.sendWr, maxQpWr], ['recvWr', attr.recvWr, maxQpWr],
-    ['sendSge', attr.sendSge, maxSge], ['recvSge', attr.recvSge, maxSge],
-  ] as const) {
-    if (value > limit) throw argumentError(operation, `attr.${field}`, `at most ${limit} on this device (got ${value})`);
-  }
+function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema>, limits: DeviceLimits): void {
+  const { maxQpWr, maxSge } = limits;
+  const over = (field: string, value: number, limit: number) => argumentError(operation, `attr.${field}`, `at most ${limit} on this device (got ${value})`);
+  if (attr.sendWr > maxQpWr) throw over('sendWr', attr.sendWr, maxQpWr);
+  if (attr.recvWr > maxQpWr) throw over('recvWr', attr.recvWr, maxQpWr);
+  if (attr.sendSge > maxSge) throw over('sendSge', attr.sendSge, maxSge);
+  if (attr.recvSge > maxSge) throw over('recvSge', attr.recvSge, maxSge);
 }
 
 const INIT_CAP = memberOffset(ibv_qp_init_attr, 'cap');

@@ -28,6 +28,8 @@ const BUSY_SPINS = 2000;
 const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
 const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');
+/** What the *At accessors read before the first poll: zeros, as a fresh batch would hold. */
+const NOTHING_POLLED = new DataView(new ArrayBuffer(WC_SIZE * BATCH));
 
 interface Waiter {
   resolve(completion: WorkCompletion): void;
@@ -41,9 +43,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   readonly #channel: Pointer;
   /** The channel's fd watcher, made non-blocking on first use: busy-polling code never needs it. */
   #channelWatcher: FdWatcher | undefined;
-  readonly #entriesAddress: Pointer;
-  readonly #view: DataView;
-  readonly #eventSlots = Buffer.alloc(16);
+  /** Where poll() puts completions: allocated by the first poll (0n until then), as most queues of a setup are never polled. */
+  #entriesAddress: Pointer = 0n;
+  #view: DataView = NOTHING_POLLED;
+  /** ibv_get_cq_event's two out-parameters, made with the channel's watcher. */
+  #eventSlots: Buffer | undefined;
   #unackedEvents = 0;
   #waiters: Waiter[] = [];
   #pumping = false;
@@ -54,9 +58,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const context = fields.getBigUint64(CQ_CONTEXT, true);
     this.#channel = fields.getBigUint64(CQ_CHANNEL, true);
     this.#ops = contextOps(context);
-    const entries = nativeScratch(WC_SIZE * BATCH);
-    this.#entriesAddress = entries.address;
-    this.#view = entries.view;
   }
 
   /** Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp). */
@@ -68,9 +69,15 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
   poll(max = BATCH): number {
     this.ensureOpen('poll');
-    const count = this.#ops.pollCq(this.handle, max > BATCH ? BATCH : max, this.#entriesAddress);
+    const count = this.#ops.pollCq(this.handle, max > BATCH ? BATCH : max, this.#entriesAddress || this.#allocateEntries());
     if (count < 0) throw new RdmaError('ibv_poll_cq', -count || 5);
     return count;
+  }
+
+  #allocateEntries(): Pointer {
+    const entries = nativeScratch(WC_SIZE * BATCH);
+    this.#view = entries.view;
+    return (this.#entriesAddress = entries.address);
   }
 
   /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */
@@ -182,6 +189,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (this.#channelWatcher || this.#channel === 0n) return this.#channelWatcher;
     const fd = koffi.decode(this.#channel, CHANNEL_FD, 'int') as number;
     setNonBlocking(fd);
+    this.#eventSlots = Buffer.alloc(16);
     this.#channelWatcher = new FdWatcher(fd);
     return this.#channelWatcher;
   }
@@ -193,7 +201,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** Reads every pending channel event (the fd is non-blocking) and acks them in batches. */
   #drainChannel(): void {
-    while (libibverbs.ibv_get_cq_event(this.#channel, this.#eventSlots.subarray(0, 8), this.#eventSlots.subarray(8)) === 0) {
+    const slots = this.#eventSlots!;
+    while (libibverbs.ibv_get_cq_event(this.#channel, slots.subarray(0, 8), slots.subarray(8)) === 0) {
       this.#unackedEvents++;
     }
     if (this.#unackedEvents >= ACK_BATCH) this.#ackEvents();

@@ -24,6 +24,25 @@ export interface DeviceLimits {
 /** Limits by ibv_context: a device's limits never change, and every id on it asks. */
 const limitsByContext = new Map<Pointer, DeviceLimits>();
 
+/** ibv_query_device's limits of an open context, queried once per context. */
+export function deviceLimits(context: Pointer): DeviceLimits {
+  let limits = limitsByContext.get(context);
+  if (!limits) {
+    const attr = Buffer.alloc(ibv_device_attr.size);
+    checkVerbs('ibv_query_device', libibverbs.ibv_query_device(context, attr));
+    const decoded = koffi.decode(attr, ibv_device_attr) as IbvDeviceAttr;
+    limits = {
+      maxQpWr: decoded.max_qp_wr,
+      maxSge: decoded.max_sge,
+      maxCqe: decoded.max_cqe,
+      maxQpRdAtom: decoded.max_qp_rd_atom,
+      maxMrSize: BigInt(decoded.max_mr_size),
+    };
+    limitsByContext.set(context, limits);
+  }
+  return limits;
+}
+
 export class DeviceContext extends Resource {
 
   private constructor(
@@ -68,21 +87,7 @@ export class DeviceContext extends Resource {
   /** ibv_query_device's limits, queried once. */
   get limits(): DeviceLimits {
     this.ensureOpen('limits');
-    let limits = limitsByContext.get(this.handle);
-    if (!limits) {
-      const attr = Buffer.alloc(ibv_device_attr.size);
-      checkVerbs('ibv_query_device', libibverbs.ibv_query_device(this.handle, attr));
-      const decoded = koffi.decode(attr, ibv_device_attr) as IbvDeviceAttr;
-      limits = {
-        maxQpWr: decoded.max_qp_wr,
-        maxSge: decoded.max_sge,
-        maxCqe: decoded.max_cqe,
-        maxQpRdAtom: decoded.max_qp_rd_atom,
-        maxMrSize: BigInt(decoded.max_mr_size),
-      };
-      limitsByContext.set(this.handle, limits);
-    }
-    return limits;
+    return deviceLimits(this.handle);
   }
 
   /** Allocates a protection domain on this device (ibv_alloc_pd). */
