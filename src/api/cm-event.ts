@@ -36,7 +36,9 @@ export interface RawCmEvent {
   readonly status: number;
   readonly idHandle: Pointer;
   readonly listenIdHandle: Pointer | null;
+  /** For connection events (requests, responses, ESTABLISHED, rejections) of an RC id. */
   readonly conn: EventConnParam | undefined;
+  /** For events of a UD id and multicast events. Neither is set for address, route and disconnect events. */
   readonly ud: EventUdParam | undefined;
 }
 
@@ -58,6 +60,8 @@ const EVENT = {
 };
 
 const UD_EVENTS = new Set<string>(['MULTICAST_JOIN', 'MULTICAST_ERROR']);
+/** Events whose param union holds nothing (rdma_cm(7)): they get neither conn nor ud. */
+const NO_PARAM_EVENTS = new Set<string>(['ADDR_RESOLVED', 'ADDR_ERROR', 'ROUTE_RESOLVED', 'ROUTE_ERROR', 'DISCONNECTED', 'DEVICE_REMOVAL', 'TIMEWAIT_EXIT', 'ADDR_CHANGE']);
 
 function copyPrivateData(address: Pointer | null, length: number): Buffer {
   if (!address || length === 0) return Buffer.alloc(0);
@@ -80,6 +84,7 @@ export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idHandle: P
   const listen = v.getBigUint64(EVENT.listenId, true);
   let conn: EventConnParam | undefined;
   let ud: EventUdParam | undefined;
+  if (NO_PARAM_EVENTS.has(type)) return { type, status, idHandle, listenIdHandle: listen === 0n ? null : listen, conn, ud };
   if (UD_EVENTS.has(type) || (typeof udPortSpace === 'boolean' ? udPortSpace : udPortSpace(idHandle))) {
     const p = koffi.decode(event, EVENT.param, rdma_ud_param) as RdmaUdParam;
     ud = { privateData: copyPrivateData(p.private_data, p.private_data_len), ahAttr: p.ah_attr, qpNum: p.qp_num, qkey: p.qkey };
