@@ -7,9 +7,8 @@
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError } from '../ffi/errors.js';
-import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import type { Pointer } from '../ffi/library.js';
-import { snapshotStruct } from '../ffi/native-copy.js';
+import type { ContextOps } from '../ffi/inline-verbs.js';
+import { readPointer, type Pointer } from '../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
 import { assertInternal, type Internal } from './internal.js';
@@ -25,7 +24,6 @@ export type CompletionMode = 'events' | 'busy-poll';
 const BATCH = 16;
 const ACK_BATCH = 16;
 const BUSY_SPINS = 2000;
-const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
 const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');
 /** What the *At accessors read before the first poll: zeros, as a fresh batch would hold. */
@@ -40,7 +38,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** How next() waits; change it at any time. */
   mode: CompletionMode = 'events';
   readonly #ops: ContextOps;
-  readonly #channel: Pointer;
+  /** cq->channel, read when first needed (0n: the queue has none). */
+  #channel: Pointer | undefined;
   /** The channel's fd watcher, made non-blocking on first use: busy-polling code never needs it. */
   #channelWatcher: FdWatcher | undefined;
   /** Where poll() puts completions: allocated by the first poll (0n until then), as most queues of a setup are never polled. */
@@ -52,18 +51,18 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #waiters: Waiter[] = [];
   #pumping = false;
 
-  private constructor(handle: Pointer, owner: Resource) {
+  private constructor(handle: Pointer, owner: Resource, ops: ContextOps) {
     super('completion queue', handle, owner);
-    const fields = snapshotStruct(handle, ibv_cq.size);
-    const context = fields.getBigUint64(CQ_CONTEXT, true);
-    this.#channel = fields.getBigUint64(CQ_CHANNEL, true);
-    this.#ops = contextOps(context);
+    this.#ops = ops;
   }
 
-  /** Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp). */
-  static borrow(key: Internal, handle: Pointer, owner: Resource): CompletionQueue {
+  /**
+   * Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp).
+   * `ops` are its device context's, which its queue pair shares.
+   */
+  static borrow(key: Internal, handle: Pointer, owner: Resource, ops: ContextOps): CompletionQueue {
     assertInternal(key, 'CompletionQueue.borrow', 'use qp.sendCq / qp.recvCq');
-    return new CompletionQueue(handle, owner);
+    return new CompletionQueue(handle, owner, ops);
   }
 
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
@@ -186,8 +185,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The completion channel's watcher (its fd set non-blocking), made on first need; undefined without a channel. */
   #watcher(): FdWatcher | undefined {
-    if (this.#channelWatcher || this.#channel === 0n) return this.#channelWatcher;
-    const fd = koffi.decode(this.#channel, CHANNEL_FD, 'int') as number;
+    if (this.#channelWatcher) return this.#channelWatcher;
+    const channel = (this.#channel ??= readPointer(this.handle, CQ_CHANNEL));
+    if (channel === 0n) return undefined;
+    const fd = koffi.decode(channel, CHANNEL_FD, 'int') as number;
     setNonBlocking(fd);
     this.#eventSlots = Buffer.alloc(16);
     this.#channelWatcher = new FdWatcher(fd);
@@ -202,7 +203,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** Reads every pending channel event (the fd is non-blocking) and acks them in batches. */
   #drainChannel(): void {
     const slots = this.#eventSlots!;
-    while (libibverbs.ibv_get_cq_event(this.#channel, slots.subarray(0, 8), slots.subarray(8)) === 0) {
+    while (libibverbs.ibv_get_cq_event(this.#channel!, slots.subarray(0, 8), slots.subarray(8)) === 0) {
       this.#unackedEvents++;
     }
     if (this.#unackedEvents >= ACK_BATCH) this.#ackEvents();

@@ -60,7 +60,7 @@ export class QueuePair extends Resource {
   constructor(key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap, private readonly destroy: () => void) {
     assertInternal(key, 'new QueuePair', 'use id.createQp()');
     super('queue pair', handle, owner);
-    // Every field first: the snapshot is shared, and the CQs below take their own.
+    // Every field first: the snapshot is shared.
     const fields = snapshotStruct(handle, ibv_qp.size);
     const sendCq = fields.getBigUint64(QP.sendCq, true);
     const recvCq = fields.getBigUint64(QP.recvCq, true);
@@ -76,10 +76,10 @@ export class QueuePair extends Resource {
       maxInlineData: granted.max_inline_data,
     };
     this.protectionDomain = pd;
-    this.sendCq = CompletionQueue.borrow(internal, sendCq, this);
-    this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this);
-    this.#usesSrq = srq !== 0n;
     const ops: ContextOps = contextOps(context);
+    this.sendCq = CompletionQueue.borrow(internal, sendCq, this, ops);
+    this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this, ops);
+    this.#usesSrq = srq !== 0n;
     this.#target = { owner: this, handle, ops, postReceive: ops.postRecv, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
   }
 
