@@ -47,6 +47,8 @@ const ID = {
   src: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'src_storage'),
   dst: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'dst_storage'),
 };
+const QP_PD = koffi.offsetof(ibv_qp, 'pd');
+const SRQ_PD = koffi.offsetof(ibv_srq, 'pd');
 const SOCKADDR_STORAGE_SIZE = 128;
 const IBV_QP_CAP = 1 << 19;
 const swap16 = (value: number) => ((value & 0xff) << 8) | (value >> 8);
@@ -245,11 +247,14 @@ export class CmId extends Resource implements EventTarget {
     this.ensureOpen('pd');
     if (this.#protectionDomain) return this.#protectionDomain;
     const qp = readPointer(this.handle, ID.qp);
-    const srq = readPointer(this.handle, ID.srq);
-    const pd = qp !== 0n ? readPointer(qp, koffi.offsetof(ibv_qp, 'pd'))
-      : srq !== 0n ? readPointer(srq, koffi.offsetof(ibv_srq, 'pd'))
-      : readPointer(this.handle, ID.pd);
+    const srq = qp === 0n ? readPointer(this.handle, ID.srq) : 0n;
+    const pd = qp !== 0n ? readPointer(qp, QP_PD) : srq !== 0n ? readPointer(srq, SRQ_PD) : readPointer(this.handle, ID.pd);
     if (pd === 0n) throw argumentError('pd', 'id', 'this id has no protection domain yet: create its queue pair first');
+    return this.#borrowPd(pd);
+  }
+
+  /** Wraps librdmacm's PD of this id (closed with the id, never freed here). */
+  #borrowPd(pd: Pointer): ProtectionDomain {
     this.#protectionDomain = ProtectionDomain.borrow(internal, pd, this);
     return this.#protectionDomain;
   }
@@ -374,7 +379,8 @@ export class CmId extends Resource implements EventTarget {
       caps = grantedCaps(init);
     }
     const handle = this.handle;
-    this.#queuePair = new QueuePair(internal, this, qp, pd ?? this.pd, caps, () => librdmacm.rdma_destroy_qp(handle));
+    const protectionDomain = pd ?? this.#protectionDomain ?? this.#borrowPd(readPointer(qp, QP_PD));
+    this.#queuePair = new QueuePair(internal, this, qp, protectionDomain, caps, () => librdmacm.rdma_destroy_qp(handle));
     return this.#queuePair;
   }
 
@@ -663,7 +669,8 @@ export class CmId extends Resource implements EventTarget {
     if (typed.type === 'DISCONNECTED') this.#disconnected = true;
     let taken = false;
     let expectedBySomeone = false;
-    for (const waiter of [...this.#waiters]) {
+    // A settled waiter leaves the set as we go, which a Set's iteration allows; none joins synchronously.
+    for (const waiter of this.#waiters) {
       if (waiter.expected.includes(typed.type as CmEventTypeName)) {
         expectedBySomeone = true;
         taken = true;
