@@ -9,7 +9,8 @@
 #
 # Needs RDMACM_TEST_ADDR (set by scripts/rxe-vm.sh): the device's IPv4 address.
 # Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_BW64_ITERS (5000),
-# BENCH_BW64K_ITERS (1000), BENCH_CONNS (100).
+# BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime/binding
+# pairs for connection setup; default BENCH_REPS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RAW=${1:?usage: guest.sh RAW_DIR}
@@ -20,6 +21,7 @@ LAT_N=${BENCH_LAT_ITERS:-5000}
 BW64_N=${BENCH_BW64_ITERS:-5000}
 BW64K_N=${BENCH_BW64K_ITERS:-1000}
 CONNS=${BENCH_CONNS:-100}
+CONN_REPS=${BENCH_CONN_REPS:-$REPS}
 APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ and dist/
 port=7600
 
@@ -61,7 +63,7 @@ done
 say "ib_write_bw 65536 B (reference)"
 port=$((port + 1)); pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $BW64K_N -p $port -- ib_write_bw -R -s 65536 -n $BW64K_N -p $port "$ADDR"
 
-for r in $(seq 1 2); do
+for r in $(seq 1 "$CONN_REPS"); do
   say "connection setup, $CONNS connections, run $r: cmtime, then the binding (both against cmtime's server)"
   port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/c-cmtime-r$r.txt" cmtime -b "$ADDR" -p $port -c "$CONNS" -- cmtime -s "$ADDR" -p $port -c "$CONNS"
   port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/ts-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup.js" "$ADDR" $port "$CONNS"
