@@ -29,6 +29,7 @@ import { SharedReceiveQueue } from './shared-receive-queue.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
+import { nativeScratch } from './native-memory.js';
 import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs } from './validate.js';
 import type { RecvOptions, SendOptions } from './work-request.js';
 import type { WorkCompletion } from './work-completion.js';
@@ -128,10 +129,10 @@ class Waiter implements Deadline {
     private readonly onReject: (error: unknown) => void,
   ) {
     this.deadline = timeoutMs === undefined ? Infinity : performance.now() + timeoutMs;
+    // First: a closed channel refuses, and then nothing is left registered.
+    channel.expect(this);
     waiters.add(this);
     signal?.addEventListener('abort', this, { once: true });
-    // Last: it may read and deliver a pending event at once.
-    channel.expect(this);
   }
 
   resolve(event: ConnectionEvent): void {
@@ -160,6 +161,18 @@ class Waiter implements Deadline {
     this.channel.settle(this);
     return true;
   }
+}
+
+/**
+ * Encoded sockaddrs of parsed endpoints. The parse memo hands out the same
+ * (frozen) endpoint for the same address and port, so repeated binds and
+ * resolves encode once; librdmacm only reads the sockaddr during the call.
+ */
+const sockaddrs = new WeakMap<z.output<typeof endpointSchema>, Buffer>();
+function sockaddrOf(endpoint: z.output<typeof endpointSchema>): Buffer {
+  let encoded = sockaddrs.get(endpoint);
+  if (!encoded) sockaddrs.set(endpoint, (encoded = encodeSocketAddress(endpoint.address, endpoint.port)));
+  return encoded;
 }
 
 /** Events that end a pending operation even though it did not wait for them. */
@@ -289,7 +302,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_bind_addr';
     this.ensureOpen(operation);
     const a = parseArgument(operation, 'address', endpointSchema, address);
-    checkRdma(operation, librdmacm.rdma_bind_addr(this.handle, encodeSocketAddress(a.address, a.port)));
+    checkRdma(operation, librdmacm.rdma_bind_addr(this.handle, sockaddrOf(a)));
   }
 
   /** rdma_resolve_addr: resolves the destination to a device (ADDR_RESOLVED). Default timeout 2000 ms. */
@@ -301,7 +314,7 @@ export class CmId extends Resource implements EventTarget {
     const cTimeout = o.timeoutMs ?? 2000;
     const source = o.source ? encodeSocketAddress(o.source.address, o.source.port) : null;
     await this.#run(operation, ['ADDR_RESOLVED'], o, cTimeout, () =>
-      librdmacm.rdma_resolve_addr(this.handle, source, encodeSocketAddress(dst.address, dst.port), cTimeout));
+      librdmacm.rdma_resolve_addr(this.handle, source, sockaddrOf(dst), cTimeout));
   }
 
   /** rdma_resolve_route (ROUTE_RESOLVED). Default timeout 2000 ms. */
@@ -411,7 +424,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_get_request';
     this.ensureOpen(operation);
     if (this.#channel) throw argumentError(operation, 'id', 'this listener is asynchronous (it has an event channel): use nextRequest()');
-    const slot = Buffer.alloc(8);
+    const slot = newIdSlot.buffer;
     checkRdma(operation, librdmacm.rdma_get_request(this.handle, slot));
     const handle = slot.readBigUInt64LE(0);
     const event = readPointer(handle, ID.event);
@@ -734,32 +747,42 @@ const INIT = {
 };
 
 /**
+ * The one ibv_qp_init_attr of every rdma_create_qp/rdma_create_ep: filled,
+ * passed and read back within one synchronous call, so one serves them all.
+ * Off the V8 heap, so passing it costs no copy.
+ */
+const qpInitAttr = nativeScratch(ibv_qp_init_attr.size);
+
+/** The `struct rdma_cm_id **` out-parameter of rdma_create_id and rdma_get_request, read right after each call. */
+const newIdSlot = nativeScratch(8);
+
+/**
  * ibv_qp_init_attr for rdma_create_qp/rdma_create_ep: no context, CQs or SRQ
  * (zeroed), so librdmacm makes the CQs. Written field by field: a struct
- * encode per QP costs more than the fields.
+ * encode per QP costs more than the fields. Read the caps back with
+ * grantedCaps() before the next QP is made.
  */
 export function encodeQpInitAttr(attr: z.output<typeof qpAttrSchema>): Buffer {
-  const init = Buffer.alloc(ibv_qp_init_attr.size);
-  const v = new DataView(init.buffer, init.byteOffset, init.byteLength);
-  v.setUint32(INIT.maxSendWr, attr.sendWr, true);
-  v.setUint32(INIT.maxRecvWr, attr.recvWr, true);
-  v.setUint32(INIT.maxSendSge, attr.sendSge, true);
-  v.setUint32(INIT.maxRecvSge, attr.recvSge, true);
-  v.setUint32(INIT.maxInlineData, attr.inlineData, true);
-  v.setInt32(INIT.qpType, QpType.values[attr.qpType], true);
-  v.setInt32(INIT.sqSigAll, attr.sqSigAll ? 1 : 0, true);
-  return init;
+  const { buffer, view } = qpInitAttr;
+  buffer.fill(0);
+  view.setUint32(INIT.maxSendWr, attr.sendWr, true);
+  view.setUint32(INIT.maxRecvWr, attr.recvWr, true);
+  view.setUint32(INIT.maxSendSge, attr.sendSge, true);
+  view.setUint32(INIT.maxRecvSge, attr.recvSge, true);
+  view.setUint32(INIT.maxInlineData, attr.inlineData, true);
+  view.setInt32(INIT.qpType, QpType.values[attr.qpType], true);
+  view.setInt32(INIT.sqSigAll, attr.sqSigAll ? 1 : 0, true);
+  return buffer;
 }
 
 /** The caps the device granted, which rdma_create_qp/rdma_create_ep wrote back into the init attr. */
 export function grantedCaps(init: Buffer): IbvQpCap {
-  const v = new DataView(init.buffer, init.byteOffset, init.byteLength);
   return {
-    max_send_wr: v.getUint32(INIT.maxSendWr, true),
-    max_recv_wr: v.getUint32(INIT.maxRecvWr, true),
-    max_send_sge: v.getUint32(INIT.maxSendSge, true),
-    max_recv_sge: v.getUint32(INIT.maxRecvSge, true),
-    max_inline_data: v.getUint32(INIT.maxInlineData, true),
+    max_send_wr: init.readUInt32LE(INIT.maxSendWr),
+    max_recv_wr: init.readUInt32LE(INIT.maxRecvWr),
+    max_send_sge: init.readUInt32LE(INIT.maxSendSge),
+    max_recv_sge: init.readUInt32LE(INIT.maxRecvSge),
+    max_inline_data: init.readUInt32LE(INIT.maxInlineData),
   };
 }
 
@@ -778,7 +801,7 @@ export function createId(channel: EventChannel | null, options: z.input<typeof c
   if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
   if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
   const o = parseArgument(operation, 'options', createIdSchema, options);
-  const slot = Buffer.alloc(8);
+  const slot = newIdSlot.buffer;
   checkRdma(operation, librdmacm.rdma_create_id(channel ? channel.unsafeHandle : null, slot, null, PortSpace.values[o.portSpace]));
   return new CmId(internal, slot.readBigUInt64LE(0), channel, { context: o.context, portSpace: o.portSpace, endpoint: false });
 }
