@@ -9,6 +9,7 @@
 // and the TypeScript client face the same server) and prints one JSON object:
 // microseconds per connection for each step.
 import { createId, EventChannel, type CmId } from '../src/index.js';
+import { perConnection, printRounds } from './conn-rounds.js';
 
 const [address, portArg = '7471', countArg = '100'] = process.argv.slice(2);
 if (!address) {
@@ -29,7 +30,7 @@ async function round(): Promise<Record<string, number>> {
     if (verbose) console.error(`connsetup: ${name}`);
     const started = performance.now();
     await action();
-    steps[name] = Math.round(((performance.now() - started) * 1000 / count) * 100) / 100;
+    steps[name] = perConnection(performance.now() - started, count);
   };
   let ids: CmId[] = [];
   await step('create_id', () => {
@@ -49,10 +50,6 @@ async function round(): Promise<Record<string, number>> {
   return steps;
 }
 
-/** What cmtime's steps add up to before a connection carries data: create id through connect. */
-const setupTotal = (steps: Record<string, number>) =>
-  Math.round((steps.create_id! + steps.resolve_addr! + steps.resolve_route! + steps.create_qp! + steps.connect!) * 100) / 100;
-
 // A C program is linked and compiled before main(); the binding loads its
 // libraries and V8 compiles and optimizes its code during the first rounds.
 // Those warm-up rounds are reported too, but the figure is the round after them.
@@ -60,9 +57,4 @@ const warmup: Record<string, number>[] = [];
 for (let i = 0; i < WARMUP_ROUNDS; i++) warmup.push(await round());
 const warm = await round();
 channel.close();
-console.log(JSON.stringify({
-  connections: count,
-  us_per_conn: warm,
-  setup_us_per_conn: setupTotal(warm),
-  warmup_rounds: warmup.map((steps) => ({ us_per_conn: steps, setup_us_per_conn: setupTotal(steps) })),
-}));
+printRounds(count, warmup, warm);

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The measurements of `npm run bench`, in one session on one RDMA device (run by
 # bench/run.sh inside the soft-RoCE VM, or on this host's own device):
-# rdmacm bench vs perftest, the binding's connection setup vs cmtime, and the
-# JS-heap check. Raw outputs go to the folder given as $1; bench/report.ts
-# turns them into the table.
+# rdmacm bench vs perftest, the binding's connection setup (and its raw layer's)
+# vs cmtime, and the JS-heap check. Raw outputs go to the folder given as $1;
+# bench/report.ts turns them into the table.
 #
 #   bash bench/guest.sh RAW_DIR
 #
@@ -64,9 +64,10 @@ say "ib_write_bw 65536 B (reference)"
 port=$((port + 1)); pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $BW64K_N -p $port -- ib_write_bw -R -s 65536 -n $BW64K_N -p $port "$ADDR"
 
 for r in $(seq 1 "$CONN_REPS"); do
-  say "connection setup, $CONNS connections, run $r: cmtime, then the binding (both against cmtime's server)"
+  say "connection setup, $CONNS connections, run $r: cmtime, the binding, then its raw layer alone (all against cmtime's server)"
   port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/c-cmtime-r$r.txt" cmtime -b "$ADDR" -p $port -c "$CONNS" -- cmtime -s "$ADDR" -p $port -c "$CONNS"
   port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/ts-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup.js" "$ADDR" $port "$CONNS"
+  port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/raw-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup-raw.js" "$ADDR" $port "$CONNS"
 done
 
 say "JS heap across 1e5 post/poll cycles"

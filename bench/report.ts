@@ -114,7 +114,9 @@ const cConn = collect(/^c-cmtime-r\d+\.txt$/, (text) => {
   const steps = cmtime(text);
   return Object.keys(steps).length ? steps : undefined;
 });
-raw_.connection_setup = { ts: tsConn, c: cConn };
+// The same steps through the raw layer alone (bench/connsetup-raw.ts): what Node and koffi cost without the safe API.
+const rawConn = collect(/^raw-conn-r\d+\.json$/, (text) => json(text) as unknown as TsConnRun | undefined);
+raw_.connection_setup = { ts: tsConn, c: cConn, raw_layer: rawConn };
 const connRuns = `${tsConn.length} TS, ${cConn.length} C`;
 // Connection setup = every step before the connection carries data: create id, resolve addr, resolve route, create qp, connect.
 const cSetup = (c: Record<string, number>) => c.create_id! + c.resolve_addr! + c.resolve_route! + c.create_qp! + c.connect!;
@@ -122,6 +124,7 @@ row('connection setup per conn (create id→connect)', 'µs', median(tsConn.map(
 for (const step of ['create_id', 'resolve_addr', 'resolve_route', 'create_qp', 'connect']) {
   row(`  step ${step.replace('_', ' ')}`, 'µs', median(tsConn.map((t) => t.us_per_conn[step]!)), median(cConn.map((c) => c[step]!)), '—', null, connRuns);
 }
+row('connection setup, raw layer only (no safe API)', 'µs', median(rawConn.map((t) => t.setup_us_per_conn)), median(cConn.map(cSetup)), '—', null, `${rawConn.length} raw, ${cConn.length} C`);
 row('connection setup, cold first round (TS)', 'µs', median(tsConn.map((t) => t.warmup_rounds[0]?.setup_us_per_conn ?? NaN)), median(cConn.map(cSetup)), '—', null, connRuns);
 
 const heap = existsSync(join(raw, 'heap.json')) ? json(read('heap.json')) : undefined;
