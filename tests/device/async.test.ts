@@ -162,6 +162,37 @@ test('resolving an address nobody answers times out with a typed error', { timeo
   assert.ok(Date.now() - started < 15_000, 'it did not hang');
 });
 
+test('waits with their own timeouts on one channel each end at theirs (ETIMEDOUT), and an untimed one waits on', { timeout: 60_000 }, async () => {
+  using channel = new EventChannel();
+  using listener = createId(channel);
+  listener.bindAddr({ address: deviceAddress(), port: freshPort() });
+  listener.listen();
+  using idle = createId(channel);
+  const untimed = new AbortController();
+  const started = performance.now();
+  const elapsedWhenRejected = async (waiting: Promise<unknown>) => {
+    const error = await waiting.then(() => undefined, (e: unknown) => e);
+    return { error, ms: performance.now() - started };
+  };
+  // Nothing will ever come: no client dials, and `idle` was never connected.
+  const [later, sooner, aborted] = await Promise.all([
+    elapsedWhenRejected(idle.waitForDisconnect({ timeoutMs: 900 })),
+    elapsedWhenRejected(listener.nextRequest({ timeoutMs: 300 })),
+    elapsedWhenRejected(idle.waitForDisconnect({ signal: untimed.signal })),
+    new Promise<void>((resolve) => setTimeout(() => { untimed.abort(); resolve(); }, 2000)),
+  ]);
+  for (const [result, timeoutMs, operation] of [[sooner, 300, 'nextRequest'], [later, 900, 'waitForDisconnect']] as const) {
+    assert.ok(result.error instanceof RdmaError, String(result.error));
+    assert.equal(result.error.code, 'ETIMEDOUT');
+    assert.equal(result.error.syscall, operation);
+    assert.ok(result.ms >= timeoutMs, `${operation} gave up after ${result.ms.toFixed(0)} ms, before its ${timeoutMs} ms`);
+    assert.ok(result.ms < timeoutMs + 10_000, `${operation} gave up only after ${result.ms.toFixed(0)} ms`);
+  }
+  assert.ok(sooner.ms < later.ms, 'the shorter timeout ended first');
+  assert.equal((aborted.error as Error).name, 'AbortError', 'the untimed wait lasted until its abort');
+  assert.ok(aborted.ms >= 2000);
+});
+
 test('a peer disconnects and the survivor gets DISCONNECTED', { timeout: 60_000 }, async () => {
   const pair = await connectPair();
   const { client, server } = pair;
