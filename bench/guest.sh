@@ -28,7 +28,9 @@ port=7600
 say() { printf 'bench: %s\n' "$*" >&2; }
 
 # pair OUT SERVER_CMD... -- CLIENT_CMD...: runs the server in the background,
-# waits for it to listen, then the client; the client's stdout goes to OUT. perftest servers need no warning; ours retry.
+# waits for it to listen, then the client; the client's stdout goes to OUT. A
+# client that fails while its server still runs gets one more try, reported
+# (a perftest server under load may not listen yet after the delay).
 # A server that has not ended SERVER_LINGER seconds (default 60) after its client is stopped (cmtime's never ends).
 pair() {
   local out=$1; shift
@@ -39,7 +41,13 @@ pair() {
   "${server[@]}" > "$out.server" 2>&1 &
   local spid=$!
   sleep "${BENCH_SERVER_DELAY:-1.5}"
-  if ! timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then say "FAILED: ${client[*]} (see $out.err)"; fi
+  if ! timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then
+    if kill -0 $spid 2>/dev/null && sleep 3 && timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then
+      say "retried: ${client[*]}"
+    else
+      say "FAILED: ${client[*]} (see $out.err)"
+    fi
+  fi
   if ! timeout "${SERVER_LINGER:-60}" tail --pid=$spid -f /dev/null; then kill $spid 2>/dev/null; fi
   wait $spid 2>/dev/null
 }
