@@ -8,9 +8,9 @@ import { RdmaArgumentError } from './errors.js';
  * The last successful parse of each schema is remembered for flat inputs
  * (a primitive, or a plain object of primitive data properties): an equal input
  * gets the same (frozen) output without running zod again. Calls repeat their
- * options far more often than they change them, and a parse costs a thousand
- * times a comparison while V8 has not optimized zod yet. Schemas are pure, so
- * equal inputs always parse alike.
+ * options far more often than they change them, and until V8 has optimized zod
+ * a parse costs many times the comparison (in the rxe guest 50–400 µs against
+ * about 30). Schemas are pure, so equal inputs always parse alike.
  */
 export function parseArgument<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.output<S> {
   const memo = memos.get(schema);
