@@ -13,7 +13,7 @@ import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../s
 import { memberOffset } from '../structs/registry.js';
 import { nativeBytes } from '../ffi/native-copy.js';
 import {
-  ibv_qp, ibv_qp_attr, ibv_qp_cap, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
+  ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
 } from '../structs/verbs-resources.js';
 import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
@@ -735,13 +735,12 @@ function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema
   if (attr.recvSge > maxSge) throw over('recvSge', attr.recvSge, maxSge);
 }
 
-const INIT_CAP = memberOffset(ibv_qp_init_attr, 'cap');
 const INIT = {
-  maxSendWr: INIT_CAP + memberOffset(ibv_qp_cap, 'max_send_wr'),
-  maxRecvWr: INIT_CAP + memberOffset(ibv_qp_cap, 'max_recv_wr'),
-  maxSendSge: INIT_CAP + memberOffset(ibv_qp_cap, 'max_send_sge'),
-  maxRecvSge: INIT_CAP + memberOffset(ibv_qp_cap, 'max_recv_sge'),
-  maxInlineData: INIT_CAP + memberOffset(ibv_qp_cap, 'max_inline_data'),
+  maxSendWr: memberOffset(ibv_qp_init_attr, 'cap.max_send_wr'),
+  maxRecvWr: memberOffset(ibv_qp_init_attr, 'cap.max_recv_wr'),
+  maxSendSge: memberOffset(ibv_qp_init_attr, 'cap.max_send_sge'),
+  maxRecvSge: memberOffset(ibv_qp_init_attr, 'cap.max_recv_sge'),
+  maxInlineData: memberOffset(ibv_qp_init_attr, 'cap.max_inline_data'),
   qpType: memberOffset(ibv_qp_init_attr, 'qp_type'),
   sqSigAll: memberOffset(ibv_qp_init_attr, 'sq_sig_all'),
 };
