@@ -177,6 +177,9 @@ function checkPostable(operation: string, target: PostTarget, region: MemoryRegi
   if (region?.closed) throw argumentError(operation, 'region', 'the memory region is deregistered');
 }
 
+/** The verb a receive post to `target` calls, for its errors. */
+const receivePostName = (target: PostTarget) => (target.qpType === 'SRQ' ? 'ibv_post_srq_recv' : 'ibv_post_recv');
+
 /** Posts a one-shot request; if the post fails its wr_id (and context) is forgotten. Returns the wr_id. */
 export function postOnce(request: PreparedRecv | PreparedSend): number {
   try {
@@ -270,7 +273,7 @@ export class PreparedRecv extends PreparedWorkRequest {
   post(): void {
     this.check('PreparedRecv.post');
     const ret = this.target.postReceive(this.target.handle, this.wr, this.badWr);
-    if (ret !== 0) throw new RdmaError(this.target.qpType === 'SRQ' ? 'ibv_post_srq_recv' : 'ibv_post_recv', ret);
+    if (ret !== 0) throw new RdmaError(receivePostName(this.target), ret);
   }
 }
 
@@ -348,7 +351,7 @@ export class PreparedRecvChain {
     if (ret !== 0) {
       const failedAt = Number(this.#memory.view.getBigUint64(this.#badWrOffset, true) - this.#memory.address) / ibv_recv_wr.size;
       const posted = Number.isInteger(failedAt) && failedAt >= 0 && failedAt < this.count ? failedAt : 0;
-      throw new RdmaError(target.qpType === 'SRQ' ? 'ibv_post_srq_recv' : 'ibv_post_recv', ret, `${posted} of the chain's ${this.count} receives were posted`);
+      throw new RdmaError(receivePostName(target), ret, `${posted} of the chain's ${this.count} receives were posted`);
     }
   }
 }
