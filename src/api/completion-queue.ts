@@ -45,8 +45,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** Where poll() puts completions: allocated by the first poll (0n until then), as most queues of a setup are never polled. */
   #entriesAddress: Pointer = 0n;
   #view: DataView = NOTHING_POLLED;
-  /** ibv_get_cq_event's two out-parameters, made with the channel's watcher. */
-  #eventSlots: Buffer | undefined;
+  /** ibv_get_cq_event's two out-parameters (the CQ, its context), made with the channel's watcher. */
+  #eventCqSlot: Buffer | undefined;
+  #eventContextSlot: Buffer | undefined;
   #unackedEvents = 0;
   #waiters: Waiter[] = [];
   #pumping = false;
@@ -190,7 +191,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (channel === 0n) return undefined;
     const fd = koffi.decode(channel, CHANNEL_FD, 'int') as number;
     setNonBlocking(fd);
-    this.#eventSlots = Buffer.alloc(16);
+    const slots = Buffer.alloc(16);
+    this.#eventCqSlot = slots.subarray(0, 8);
+    this.#eventContextSlot = slots.subarray(8);
     this.#channelWatcher = new FdWatcher(fd);
     return this.#channelWatcher;
   }
@@ -202,8 +205,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** Reads every pending channel event (the fd is non-blocking) and acks them in batches. */
   #drainChannel(): void {
-    const slots = this.#eventSlots!;
-    while (libibverbs.ibv_get_cq_event(this.#channel!, slots.subarray(0, 8), slots.subarray(8)) === 0) {
+    while (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) === 0) {
       this.#unackedEvents++;
     }
     if (this.#unackedEvents >= ACK_BATCH) this.#ackEvents();
