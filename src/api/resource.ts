@@ -1,6 +1,6 @@
 // What every safe resource shares: one native handle, a parent it keeps alive,
-// children it closes first, idempotent close(), `using` support, and a
-// ResourceClosedError for any use after close.
+// children (and users) it closes first, idempotent close(), `using` support,
+// and a ResourceClosedError for any use after close.
 import { ResourceClosedError } from './errors.js';
 import type { Pointer } from '../ffi/library.js';
 
@@ -14,6 +14,10 @@ export abstract class Resource {
   #handle: Pointer;
   #closed = false;
   readonly #children = new Set<Resource>();
+  /** Resources that use this one without being its children (QPs on a shared CQ); made on first use. */
+  #users: Set<Resource> | undefined;
+  /** What this resource uses (see use()), to leave when it closes. */
+  #used: Resource[] | undefined;
   /** The parent this resource keeps alive (and that closes it first). */
   protected parent: Resource | undefined;
 
@@ -55,6 +59,16 @@ export abstract class Resource {
     this.parent = parent;
   }
 
+  /**
+   * Marks this resource as a user of `resource`, which it keeps alive and which
+   * closes it first, as a parent would (a QP on a CQ it does not own).
+   */
+  protected use(resource: Resource): void {
+    resource.ensureOpen(`create a ${this.kind} on it`);
+    (resource.#users ??= new Set()).add(this);
+    (this.#used ??= []).push(resource);
+  }
+
   /** Throws ResourceClosedError when closed. */
   protected ensureOpen(operation: string): void {
     if (this.#closed) throw new ResourceClosedError(this.kind, operation);
@@ -65,11 +79,12 @@ export abstract class Resource {
     return this.#handle;
   }
 
-  /** Closes children (newest first), then frees this resource's native object. Idempotent. */
+  /** Closes children and users (newest first), then frees this resource's native object. Idempotent. */
   close(): void {
     if (this.#closed) return;
     let firstError: unknown;
-    for (const child of [...this.#children].reverse()) {
+    const dependents = this.#users ? [...this.#children, ...this.#users] : [...this.#children];
+    for (const child of dependents.reverse()) {
       try {
         child.close();
       } catch (error) {
@@ -84,6 +99,7 @@ export abstract class Resource {
       firstError ??= error;
     } finally {
       if (this.parent) this.parent.#children.delete(this);
+      if (this.#used) for (const resource of this.#used) resource.#users!.delete(this);
     }
     if (firstError !== undefined) throw firstError;
   }
