@@ -10,12 +10,12 @@ export { getAddrInfo, AddrInfo, type AddrInfoEntry, type AddrInfoHints } from '.
 export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
 export {
   createId, eventName, CmId, type MulticastGroup,
-  type ConnectionEvent, type Established, type EndpointAddress, type IdOption, type QpAttr, type ResolveAddrOptions, type WaitOptions,
+  type ConnectionEvent, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type QpAttr, type ResolveAddrOptions, type WaitOptions,
 } from './api/cm-id.js';
 export { EventChannel } from './api/event-channel.js';
 export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn-param.js';
 export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
-export { DeviceContext, type DeviceLimits } from './api/device-context.js';
+export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-context.js';
 export { ProtectionDomain } from './api/protection-domain.js';
 export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/address-handle.js';
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';

@@ -13,7 +13,7 @@ import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../s
 import { memberOffset } from '../structs/registry.js';
 import { nativeBytes } from '../ffi/native-copy.js';
 import {
-  ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
+  ibv_cq, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
 } from '../structs/verbs-resources.js';
 import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
@@ -25,6 +25,7 @@ import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { AddressHandle } from './address-handle.js';
 import { QueuePair } from './queue-pair.js';
+import { CompletionQueue } from './completion-queue.js';
 import { SharedReceiveQueue } from './shared-receive-queue.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
@@ -49,6 +50,7 @@ const ID = {
   dst: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'dst_storage'),
 };
 const QP_PD = koffi.offsetof(ibv_qp, 'pd');
+const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const SRQ_PD = koffi.offsetof(ibv_srq, 'pd');
 const SOCKADDR_STORAGE_SIZE = 128;
 const IBV_QP_CAP = 1 << 19;
@@ -85,6 +87,14 @@ export const qpAttrSchema = z.strictObject({
   qpType: z.enum(['RC', 'UC', 'UD']).default('RC'),
 });
 export type QpAttr = z.input<typeof qpAttrSchema>;
+
+/** createQp's attributes: rdma_create_qp's, and completion queues of your own to share. */
+const completionQueue = z.custom<CompletionQueue>((value) => value instanceof CompletionQueue, 'expected a CompletionQueue (from id.device.createCq())');
+const createQpSchema = qpAttrSchema.extend({
+  sendCq: completionQueue.optional(),
+  recvCq: completionQueue.optional(),
+});
+export type CreateQpAttr = z.input<typeof createQpSchema>;
 
 const optionSchema = z.discriminatedUnion('option', [
   z.strictObject({ option: z.literal('TOS'), value: z.number().int().min(0).max(255) }),
@@ -327,25 +337,36 @@ export class CmId extends Resource implements EventTarget {
   }
 
   /**
-   * rdma_create_qp. Without `pd` the id's default PD is used; librdmacm creates
-   * a send and a receive CQ with their completion channels for the QP, and
-   * destroys them with it.
+   * rdma_create_qp. Without `pd` the id's default PD is used. Without
+   * `attr.sendCq`/`attr.recvCq`, librdmacm creates a CQ with its completion
+   * channel for each, and destroys them with the QP. A CQ of your own (from
+   * id.device.createCq()) can serve both, or several QPs; it closes their QPs
+   * before itself.
    */
-  createQp(attr: QpAttr = {}, pd?: ProtectionDomain): QueuePair {
+  createQp(attr: CreateQpAttr = {}, pd?: ProtectionDomain): QueuePair {
     const operation = 'rdma_create_qp';
     this.ensureOpen(operation);
     if (this.#queuePair) throw argumentError(operation, 'id', 'this id already has a queue pair');
-    const a = parseArgument(operation, 'attr', qpAttrSchema, attr);
+    const a = parseArgument(operation, 'attr', createQpSchema, attr);
     if (pd !== undefined) {
       if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
       if (pd.closed) throw argumentError(operation, 'pd', 'the protection domain is closed');
     }
-    const verbs = readPointer(this.handle, ID.verbs);
-    if (verbs !== 0n) checkQpAttrLimits(operation, a, deviceLimits(verbs));
-    const init = encodeQpInitAttr(a);
+    const verbs = this.#deviceHandle(operation);
+    checkQpAttrLimits(operation, a, deviceLimits(verbs));
+    if (a.sendCq) checkOwnCq(operation, 'attr.sendCq', a.sendCq, verbs);
+    if (a.recvCq) checkOwnCq(operation, 'attr.recvCq', a.recvCq, verbs);
+    const init = encodeQpInitAttr(a, a.sendCq, a.recvCq);
     checkRdma(operation, librdmacm.rdma_create_qp(this.handle, pd ? pd.unsafeHandle : null, init));
     if (pd) this.#protectionDomain = pd;
-    return this.#adoptQueuePair(pd, grantedCaps(init));
+    return this.#adoptQueuePair(pd, grantedCaps(init), a.sendCq, a.recvCq);
+  }
+
+  /** id->verbs, or an argument error: with no device yet, librdmacm would dereference NULL. */
+  #deviceHandle(operation: string): Pointer {
+    const verbs = readPointer(this.handle, ID.verbs);
+    if (verbs === 0n) throw argumentError(operation, 'id', 'this id has no device yet: resolve an address (or bind to a device\'s address) first');
+    return verbs;
   }
 
   /**
@@ -359,6 +380,7 @@ export class CmId extends Resource implements EventTarget {
     if (this.#queuePair) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
     if (pd !== undefined && (!(pd instanceof ProtectionDomain) || pd.closed)) throw argumentError(operation, 'pd', 'expected an open ProtectionDomain');
+    this.#deviceHandle(operation);
     const init = Buffer.alloc(ibv_srq_init_attr.size);
     koffi.encode(init, ibv_srq_init_attr, { srq_context: null, attr: { max_wr: a.maxWr, max_sge: a.maxSge, srq_limit: a.srqLimit } });
     checkRdma(operation, librdmacm.rdma_create_srq(this.handle, pd ? pd.unsafeHandle : null, init));
@@ -383,7 +405,7 @@ export class CmId extends Resource implements EventTarget {
   }
 
   /** Wraps id->qp; `granted` is the caps returned by create, else they are queried. */
-  #adoptQueuePair(pd: ProtectionDomain | undefined, granted: IbvQpCap | undefined): QueuePair {
+  #adoptQueuePair(pd: ProtectionDomain | undefined, granted: IbvQpCap | undefined, sendCq?: CompletionQueue, recvCq?: CompletionQueue): QueuePair {
     const qp = readPointer(this.handle, ID.qp);
     let caps = granted;
     if (!caps) {
@@ -393,7 +415,7 @@ export class CmId extends Resource implements EventTarget {
     }
     const handle = this.handle;
     const protectionDomain = pd ?? this.#protectionDomain ?? this.#borrowPd(readPointer(qp, QP_PD));
-    this.#queuePair = new QueuePair(internal, this, qp, protectionDomain, caps, () => librdmacm.rdma_destroy_qp(handle));
+    this.#queuePair = new QueuePair(internal, this, qp, protectionDomain, caps, () => librdmacm.rdma_destroy_qp(handle), { sendCq, recvCq });
     return this.#queuePair;
   }
 
@@ -735,7 +757,15 @@ function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema
   if (attr.recvSge > maxSge) throw over('recvSge', attr.recvSge, maxSge);
 }
 
+/** A CQ given to createQp: open, and on the id's device (ibv_create_qp would refuse another's, or worse). */
+function checkOwnCq(operation: string, path: string, cq: CompletionQueue, verbs: Pointer): void {
+  if (cq.closed) throw argumentError(operation, path, 'the completion queue is closed');
+  if (readPointer(cq.unsafeHandle, CQ_CONTEXT) !== verbs) throw argumentError(operation, path, 'this completion queue is on another device: make it with id.device.createCq()');
+}
+
 const INIT = {
+  sendCq: memberOffset(ibv_qp_init_attr, 'send_cq'),
+  recvCq: memberOffset(ibv_qp_init_attr, 'recv_cq'),
   maxSendWr: memberOffset(ibv_qp_init_attr, 'cap.max_send_wr'),
   maxRecvWr: memberOffset(ibv_qp_init_attr, 'cap.max_recv_wr'),
   maxSendSge: memberOffset(ibv_qp_init_attr, 'cap.max_send_sge'),
@@ -756,14 +786,16 @@ const qpInitAttr = nativeScratch(ibv_qp_init_attr.size);
 const newIdSlot = nativeScratch(8);
 
 /**
- * ibv_qp_init_attr for rdma_create_qp/rdma_create_ep: no context, CQs or SRQ
- * (zeroed), so librdmacm makes the CQs. Written field by field: a struct
- * encode per QP costs more than the fields. Read the caps back with
+ * ibv_qp_init_attr for rdma_create_qp/rdma_create_ep: no context or SRQ
+ * (zeroed), and librdmacm makes each CQ not given. Written field by field: a
+ * struct encode per QP costs more than the fields. Read the caps back with
  * grantedCaps() before the next QP is made.
  */
-export function encodeQpInitAttr(attr: z.output<typeof qpAttrSchema>): Buffer {
+export function encodeQpInitAttr(attr: z.output<typeof qpAttrSchema>, sendCq?: CompletionQueue, recvCq?: CompletionQueue): Buffer {
   const { buffer, view } = qpInitAttr;
   buffer.fill(0);
+  if (sendCq) view.setBigUint64(INIT.sendCq, sendCq.unsafeHandle, true);
+  if (recvCq) view.setBigUint64(INIT.recvCq, recvCq.unsafeHandle, true);
   view.setUint32(INIT.maxSendWr, attr.sendWr, true);
   view.setUint32(INIT.maxRecvWr, attr.recvWr, true);
   view.setUint32(INIT.maxSendSge, attr.sendSge, true);

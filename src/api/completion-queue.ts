@@ -1,13 +1,14 @@
-// A completion queue (struct ibv_cq) and its completion channel. Three ways to
-// take completions:
+// A completion queue (struct ibv_cq) and its completion channel: borrowed from
+// librdmacm for one QP, or made on a device (DeviceContext.createCq) to be
+// shared by several QPs. Three ways to take completions:
 // - poll(): non-blocking, batched, nothing allocated (read them with the *At accessors);
 // - waitOne(): blocks the thread, as rdma_get_send_comp/rdma_get_recv_comp do;
 // - next(): a Promise, on the event loop (req_notify_cq + fd poll + get_cq_event,
 //   acks batched), or busy-polling when the queue was made with mode 'busy-poll'.
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError } from '../ffi/errors.js';
-import type { ContextOps } from '../ffi/inline-verbs.js';
+import { RdmaError, checkPointer, checkVerbs } from '../ffi/errors.js';
+import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
 import { readPointer, type Pointer } from '../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
@@ -51,10 +52,31 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #unackedEvents = 0;
   #waiters: Waiter[] = [];
   #pumping = false;
+  /** For a queue made here: its channel (0n without one), destroyed after it. Undefined when borrowed. */
+  readonly #ownChannel: Pointer | undefined;
 
-  private constructor(handle: Pointer, owner: Resource, ops: ContextOps) {
+  private constructor(handle: Pointer, owner: Resource, ops: ContextOps, ownChannel?: Pointer) {
     super('completion queue', handle, owner);
     this.#ops = ops;
+    this.#ownChannel = ownChannel;
+    if (ownChannel !== undefined) this.#channel = ownChannel;
+  }
+
+  /**
+   * ibv_create_cq (with a new completion channel unless `withChannel` is false)
+   * on an open device context; see DeviceContext.createCq.
+   */
+  static create(key: Internal, device: Resource, context: Pointer, entries: number, withChannel: boolean, compVector: number): CompletionQueue {
+    assertInternal(key, 'CompletionQueue.create', 'use device.createCq()');
+    const channel = withChannel ? checkPointer('ibv_create_comp_channel', libibverbs.ibv_create_comp_channel(context)) : 0n;
+    let cq: Pointer;
+    try {
+      cq = checkPointer('ibv_create_cq', libibverbs.ibv_create_cq(context, entries, null, channel || null, compVector));
+    } catch (error) {
+      if (channel !== 0n) libibverbs.ibv_destroy_comp_channel(channel);
+      throw error;
+    }
+    return new CompletionQueue(cq, device, contextOps(context), channel);
   }
 
   /**
@@ -216,12 +238,22 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#unackedEvents = 0;
   }
 
+  /** Whether this queue was made by createCq (and is destroyed by its close). */
+  get owned(): boolean {
+    return this.#ownChannel !== undefined;
+  }
+
   protected release(): void {
     // ibv_destroy_cq waits for every event to be acked.
     this.#ackEvents();
     this.#channelWatcher?.close();
-    if (this.#waiters.length === 0) return;
-    const error = new ResourceClosedError(this.kind, 'next');
-    for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+    if (this.#waiters.length > 0) {
+      const error = new ResourceClosedError(this.kind, 'next');
+      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+    }
+    if (this.#ownChannel === undefined) return;
+    // Its queue pairs were closed first (they are its users), so the CQ is free to go.
+    checkVerbs('ibv_destroy_cq', libibverbs.ibv_destroy_cq(this.handle));
+    if (this.#ownChannel !== 0n) checkVerbs('ibv_destroy_comp_channel', libibverbs.ibv_destroy_comp_channel(this.#ownChannel));
   }
 }

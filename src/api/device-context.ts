@@ -1,6 +1,7 @@
 // An open RDMA device (struct ibv_context): owned when opened here, borrowed
 // when it belongs to a connection-manager id (librdmacm closes those).
 import koffi from 'koffi';
+import { z } from 'zod';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { checkPointer, checkVerbs, RdmaError } from '../ffi/errors.js';
 import { forgetContextOps } from '../ffi/inline-verbs.js';
@@ -8,9 +9,20 @@ import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
 import { ibv_device_attr, type IbvDeviceAttr } from '../structs/verbs-device.js';
 import { ibv_context } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
-import { cString, parseArgument } from './validate.js';
+import { argumentError, count, cString, parseArgument } from './validate.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { ProtectionDomain } from './protection-domain.js';
+import { CompletionQueue } from './completion-queue.js';
+
+/** ibv_create_cq's options. */
+const cqOptionsSchema = z.strictObject({
+  /** At least as many completions as can be outstanding on every QP that shares it. */
+  entries: count.default(256),
+  /** A completion channel, for next() and waitOne(); without one, only poll() and busy-poll. */
+  channel: z.boolean().default(true),
+  compVector: z.number().int().min(0).max(0x7fffffff).default(0),
+});
+export type CqOptions = z.input<typeof cqOptionsSchema>;
 
 /** The device limits the safe API validates against. */
 export interface DeviceLimits {
@@ -94,6 +106,22 @@ export class DeviceContext extends Resource {
   allocPd(): ProtectionDomain {
     this.ensureOpen('allocPd');
     return ProtectionDomain.allocate(internal, this, this.handle);
+  }
+
+  /**
+   * A completion queue of your own on this device (ibv_create_cq), to share
+   * between queue pairs: pass it as `sendCq` and/or `recvCq` to id.createQp().
+   * Its queue pairs close before it does. For an id's device, use id.device.
+   */
+  createCq(options: CqOptions = {}): CompletionQueue {
+    const operation = 'ibv_create_cq';
+    this.ensureOpen(operation);
+    const o = parseArgument(operation, 'options', cqOptionsSchema, options);
+    const { maxCqe } = deviceLimits(this.handle);
+    if (o.entries > maxCqe) throw argumentError(operation, 'options.entries', `this device allows at most ${maxCqe} entries per completion queue`);
+    const vectors = koffi.decode(this.handle, koffi.offsetof(ibv_context, 'num_comp_vectors'), 'int') as number;
+    if (o.compVector >= vectors) throw argumentError(operation, 'options.compVector', `this device has ${vectors} completion vector(s): 0–${vectors - 1}`);
+    return CompletionQueue.create(internal, this, this.handle, o.entries, o.channel, o.compVector);
   }
 
   protected release(): void {

@@ -54,10 +54,15 @@ export class QueuePair extends Resource {
   readonly #usesSrq: boolean;
 
   /**
-   * Wraps id->qp after rdma_create_qp/rdma_create_ep; the CQs are librdmacm's.
+   * Wraps id->qp after rdma_create_qp/rdma_create_ep. Its CQs are `own` ones
+   * given to createQp (which this QP then uses), or else librdmacm's.
    * `destroy` is rdma_destroy_qp on the owning id.
    */
-  constructor(key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap, private readonly destroy: () => void) {
+  constructor(
+    key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap,
+    private readonly destroy: () => void,
+    own: { readonly sendCq?: CompletionQueue; readonly recvCq?: CompletionQueue } = {},
+  ) {
     assertInternal(key, 'new QueuePair', 'use id.createQp()');
     super('queue pair', handle, owner);
     // Every field first: the snapshot is shared.
@@ -77,8 +82,10 @@ export class QueuePair extends Resource {
     };
     this.protectionDomain = pd;
     const ops: ContextOps = contextOps(context);
-    this.sendCq = CompletionQueue.borrow(internal, sendCq, this, ops);
-    this.recvCq = recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this, ops);
+    this.sendCq = own.sendCq ?? CompletionQueue.borrow(internal, sendCq, this, ops);
+    this.recvCq = own.recvCq ?? (recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this, ops));
+    if (own.sendCq) this.use(own.sendCq);
+    if (own.recvCq && own.recvCq !== own.sendCq) this.use(own.recvCq);
     this.#usesSrq = srq !== 0n;
     this.#target = { owner: this, handle, ops, postReceive: ops.postRecv, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
   }
@@ -156,19 +163,19 @@ export class QueuePair extends Resource {
     return this.recvCq.waitOne();
   }
 
-  /** The next send-queue completion, on the event loop. */
+  /** The next send-queue completion, on the event loop (on a shared CQ: the next of any of its QPs; see qpNum). */
   nextSendCompletion(): Promise<WorkCompletion> {
     this.ensureOpen('nextSendCompletion');
     return this.sendCq.next();
   }
 
-  /** The next receive completion, on the event loop. */
+  /** The next receive completion, on the event loop (on a shared CQ: the next of any of its QPs; see qpNum). */
   nextRecvCompletion(): Promise<WorkCompletion> {
     this.ensureOpen('nextRecvCompletion');
     return this.recvCq.next();
   }
 
-  /** rdma_destroy_qp, after the CQs acked their events (it destroys librdmacm's CQs too). */
+  /** rdma_destroy_qp, after the CQs acked their events (it destroys librdmacm's CQs too, never your own). */
   protected release(): void {
     this.destroy();
   }

@@ -1,13 +1,15 @@
 // A connected server and client in one process, each on its own event channel:
 // the setup most device tests start from.
 import {
-  createId, EventChannel, type CmId, type ConnParam, type Established, type QpAttr,
+  createId, EventChannel, type CmId, type ConnParam, type CreateQpAttr, type Established, type QpAttr,
 } from '../../src/index.js';
 import { deviceAddress, freshPort } from './device.js';
 
 export interface PairOptions {
   /** Queue pair attributes for both sides (default: 8 WRs each way, 64 B inline). */
   readonly qp?: QpAttr;
+  /** The client's queue pair attributes, made once its device is known (e.g. with a CQ of its own); default: qp. */
+  readonly clientQp?: (id: CmId) => CreateQpAttr;
   readonly clientParam?: ConnParam;
   readonly serverParam?: ConnParam;
   /** Runs on each id before its QP is made (e.g. to create a shared receive queue). */
@@ -43,7 +45,7 @@ export async function connectPair(options: PairOptions = {}): Promise<Pair> {
   await client.resolveAddr({ address, port });
   await client.resolveRoute();
   options.beforeQp?.(client, 'client');
-  client.createQp(qp);
+  client.createQp(options.clientQp?.(client) ?? qp);
   options.beforeConnect?.(client, 'client');
 
   const requested = listener.nextRequest({ timeoutMs: 10_000 });
