@@ -23,7 +23,10 @@ export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './ap
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
 export { SharedReceiveQueue } from './api/shared-receive-queue.js';
 export { CompletionQueue, type CompletionMode } from './api/completion-queue.js';
-export { PreparedSend, PreparedRecv, PreparedRecvChain, type SendOptions, type RecvOptions, type RecvChainOptions } from './api/work-request.js';
+export {
+  PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
+  type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,
+} from './api/work-request.js';
 export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
 export { listDevices, rdmaGetDevices, type DeviceInfo, type PortInfo, type GidInfo } from './api/devices.js';
 export { type SocketAddress, type AddressFamily } from './api/socket-address.js';

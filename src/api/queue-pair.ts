@@ -15,7 +15,10 @@ import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
-import { PreparedRecv, PreparedRecvChain, PreparedSend, postOnce, type PostTarget, type RecvChainOptions, type RecvOptions, type SendOptions } from './work-request.js';
+import {
+  PreparedRecv, PreparedRecvChain, PreparedSend, PreparedSendChain, postOnce,
+  type PostTarget, type RecvChainOptions, type RecvOptions, type SendChainOptions, type SendOptions,
+} from './work-request.js';
 import { argumentError, parseArgument } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
 
@@ -112,6 +115,16 @@ export class QueuePair extends Resource {
   prepareSend(source: MemoryRegion | Uint8Array, options?: SendOptions): PreparedSend {
     this.ensureOpen('prepareSend');
     return new PreparedSend(internal, this.#target, source, options);
+  }
+
+  /**
+   * Validates and encodes `options.count` sends once, linked into one chain
+   * from `source` (send i from offset + i × stride); post() posts them all in
+   * one call. Only the last is signaled unless options.signaled says otherwise.
+   */
+  prepareSendChain(source: MemoryRegion | Uint8Array, options: SendChainOptions): PreparedSendChain {
+    this.ensureOpen('prepareSendChain');
+    return new PreparedSendChain(internal, this.#target, source, options);
   }
 
   /** rdma_post_recv: posts one receive into `region`; returns its wr_id. */

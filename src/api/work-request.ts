@@ -36,17 +36,28 @@ const recvOptionsSchema = z.strictObject({
 });
 export type RecvOptions = z.input<typeof recvOptionsSchema>;
 
-const recvChainOptionsSchema = z.strictObject({
-  /** How many receives the chain posts at once. */
+/** Where a chain's requests find their buffers. */
+const chainSlotsSchema = z.strictObject({
+  /** How many requests the chain posts at once. */
   count: z.number().int().min(1).max(4096),
   offset: z.number().int().min(0).default(0),
-  /** Bytes each receive may take (default: the stride, or the rest of the region when the stride is 0). */
+  /** Bytes of each request (default: the stride, or the rest of the region when the stride is 0). */
   length: z.number().int().min(1).max(0xffffffff, 'an SGE length is a u32').optional(),
-  /** Bytes from one receive's buffer to the next; 0 puts every receive on the same bytes. Default: the length. */
+  /** Bytes from one request's buffer to the next; 0 puts every request on the same bytes. Default: the length. */
   stride: z.number().int().min(0).optional(),
+});
+
+const recvChainOptionsSchema = chainSlotsSchema.extend({ context: z.unknown().optional() });
+export type RecvChainOptions = z.input<typeof recvChainOptionsSchema>;
+
+const sendChainOptionsSchema = chainSlotsSchema.extend({
+  /** Which sends complete: the last (default, one completion per post), all, or none. */
+  signaled: z.enum(['last', 'all', 'none']).default('last'),
+  inline: z.boolean().default(false),
+  /** The context of the signaled sends' completions. */
   context: z.unknown().optional(),
 });
-export type RecvChainOptions = z.input<typeof recvChainOptionsSchema>;
+export type SendChainOptions = z.input<typeof sendChainOptionsSchema>;
 
 const sendOptionsSchema = recvOptionsSchema.extend({
   opcode: z.enum(['SEND', 'RDMA_WRITE', 'RDMA_READ', 'ATOMIC_CMP_AND_SWP', 'ATOMIC_FETCH_AND_ADD']).default('SEND'),
@@ -277,81 +288,158 @@ export class PreparedRecv extends PreparedWorkRequest {
   }
 }
 
+/** Where a chain's requests, their SGEs and the bad_wr slot sit in its native memory. */
+interface ChainLayout {
+  readonly memory: NativeScratch;
+  readonly wrSize: number;
+  readonly sgeBase: number;
+  readonly badWrOffset: number;
+}
+
+function chainLayout(count: number, wrSize: number): ChainLayout {
+  const sgeBase = wrSize * count;
+  const badWrOffset = sgeBase + ibv_sge.size * count;
+  return { memory: nativeScratch(badWrOffset + 8), wrSize, sgeBase, badWrOffset };
+}
+
+/** The resolved slots of a chain: `count` buffers of `length` bytes, `stride` apart from `offset`. */
+function chainSlots(operation: string, target: PostTarget, source: MemoryRegion | Uint8Array, o: z.output<typeof chainSlotsSchema>) {
+  const size = source instanceof MemoryRegion ? source.length : source.byteLength;
+  const length = o.length ?? (o.stride ? o.stride : size - o.offset);
+  const stride = o.stride ?? length;
+  // The last slot's range checks them all: they only move forward by the stride.
+  const last = localRange(operation, source, target.pd, o.offset + (o.count - 1) * stride, length);
+  const base = last.address - BigInt((o.count - 1) * stride);
+  return { length, stride, base, lkey: last.lkey, region: last.region };
+}
+
 /**
- * `count` receives linked into one chain (ibv_recv_wr.next), encoded once: one
- * post() posts them all in a single call. Receive i lands at offset + i × stride;
- * its wr_id is firstWrId + i (slotOf() maps a completion back to i).
+ * `count` requests linked into one chain (their `next` fields), encoded once:
+ * one post() posts them all in a single FFI crossing. Request i uses the
+ * buffer at offset + i × stride; its wr_id is firstWrId + i (slotOf() maps a
+ * completion back to i).
  */
-export class PreparedRecvChain {
+abstract class PreparedChain {
   readonly count: number;
   readonly firstWrId: number;
-  /** Where each receive lands, relative to the region's start. */
+  /** Where each request's buffer starts, relative to the region's start. */
   readonly offset: number;
   readonly stride: number;
   readonly length: number;
-  readonly #target: PostTarget;
-  readonly #region: MemoryRegion;
-  /** The chain's native memory: the requests, their SGEs, then the bad_wr slot. */
-  readonly #memory: NativeScratch;
-  readonly #badWrOffset: number;
+  protected readonly target: PostTarget;
+  readonly #region: MemoryRegion | undefined;
+  readonly #layout: ChainLayout;
   readonly #badWr: Pointer;
 
-  constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
-    assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
-    const operation = 'QueuePair.prepareRecvChain';
-    if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
-    const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
-    const length = o.length ?? (o.stride ? o.stride : region.length - o.offset);
-    const stride = o.stride ?? length;
-    const last = o.offset + (o.count - 1) * stride;
-    // The last receive's range checks them all: they only move forward by the stride.
-    localRange(operation, region, target.pd, last, length);
+  protected constructor(
+    target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
+    wr: { readonly size: number; readonly wrId: number; readonly next: number; readonly sgList: number; readonly numSge: number },
+  ) {
     this.count = o.count;
     this.offset = o.offset;
-    this.stride = stride;
-    this.length = length;
-    this.#target = target;
-    this.#region = region;
-    this.firstWrId = trackWorkRequestBlock(o.count, o.context);
-
-    const wrSize = ibv_recv_wr.size;
-    const sgeBase = wrSize * o.count;
-    const memory = nativeScratch(sgeBase + ibv_sge.size * o.count + 8);
+    this.stride = slots.stride;
+    this.length = slots.length;
+    this.target = target;
+    this.#region = slots.region;
+    this.firstWrId = trackWorkRequestBlock(o.count, context);
+    const layout = chainLayout(o.count, wr.size);
+    const { memory, sgeBase } = layout;
     const v = memory.view;
     for (let i = 0; i < o.count; i++) {
-      const wr = i * wrSize;
+      const at = i * wr.size;
       const sge = sgeBase + i * ibv_sge.size;
-      v.setUint32(wr + RECV_WR_OFFSET.wrId, this.firstWrId + i, true);
-      v.setBigUint64(wr + RECV_WR_OFFSET.next, i + 1 < o.count ? memory.address + BigInt(wr + wrSize) : 0n, true);
-      v.setBigUint64(wr + RECV_WR_OFFSET.sgList, memory.address + BigInt(sge), true);
-      v.setInt32(wr + RECV_WR_OFFSET.numSge, 1, true);
-      v.setBigUint64(sge, region.address + BigInt(o.offset + i * stride), true);
-      v.setUint32(sge + SGE_OFFSET.length, length, true);
-      v.setUint32(sge + SGE_OFFSET.lkey, region.lkey, true);
+      v.setUint32(at + wr.wrId, this.firstWrId + i, true);
+      v.setBigUint64(at + wr.next, i + 1 < o.count ? memory.address + BigInt(at + wr.size) : 0n, true);
+      v.setBigUint64(at + wr.sgList, memory.address + BigInt(sge), true);
+      v.setInt32(at + wr.numSge, 1, true);
+      v.setBigUint64(sge, slots.base + BigInt(i * slots.stride), true);
+      v.setUint32(sge + SGE_OFFSET.length, slots.length, true);
+      v.setUint32(sge + SGE_OFFSET.lkey, slots.lkey, true);
     }
-    this.#memory = memory;
-    this.#badWrOffset = sgeBase + ibv_sge.size * o.count;
-    this.#badWr = memory.address + BigInt(this.#badWrOffset);
+    this.#layout = layout;
+    this.#badWr = memory.address + BigInt(layout.badWrOffset);
   }
 
-  /** The index of the receive a completion's wr_id belongs to, or -1 when it is not this chain's. */
+  /** The index of the request a completion's wr_id belongs to, or -1 when it is not this chain's. */
   slotOf(wrId: number): number {
     const slot = wrId - this.firstWrId;
     return slot >= 0 && slot < this.count ? slot : -1;
   }
 
+  /** For subclasses: the DataView over request i (its fields at the ibv_*_wr offsets). */
+  protected eachRequest(write: (view: DataView, at: number, index: number) => void): void {
+    for (let i = 0; i < this.count; i++) write(this.#layout.memory.view, i * this.#layout.wrSize, i);
+  }
+
   /**
-   * Posts every receive of the chain: one FFI crossing. If the provider refuses
-   * one, the receives before it are posted and the error says how many.
+   * Posts the whole chain with `verb`: one FFI crossing. If the provider
+   * refuses one request, those before it are posted and the error says how many.
    */
-  post(): void {
-    const target = this.#target;
-    checkPostable('PreparedRecvChain.post', target, this.#region);
-    const ret = target.postReceive(target.handle, this.#memory.address, this.#badWr);
+  protected postWith(operation: string, verb: (handle: Pointer, wr: Pointer, badWr: Pointer) => number, verbName: string, noun: string): void {
+    const target = this.target;
+    checkPostable(operation, target, this.#region);
+    const { memory, badWrOffset, wrSize } = this.#layout;
+    const ret = verb(target.handle, memory.address, this.#badWr);
     if (ret !== 0) {
-      const failedAt = Number(this.#memory.view.getBigUint64(this.#badWrOffset, true) - this.#memory.address) / ibv_recv_wr.size;
+      const failedAt = Number(memory.view.getBigUint64(badWrOffset, true) - memory.address) / wrSize;
       const posted = Number.isInteger(failedAt) && failedAt >= 0 && failedAt < this.count ? failedAt : 0;
-      throw new RdmaError(receivePostName(target), ret, `${posted} of the chain's ${this.count} receives were posted`);
+      throw new RdmaError(verbName, ret, `${posted} of the chain's ${this.count} ${noun} were posted`);
     }
+  }
+}
+
+const RECV_CHAIN_WR = { size: ibv_recv_wr.size, ...RECV_WR_OFFSET };
+const SEND_CHAIN_WR = { size: ibv_send_wr.size, ...SEND_WR_OFFSET };
+
+/** `count` receives in one chain: one post() refills a whole receive ring. */
+export class PreparedRecvChain extends PreparedChain {
+  constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
+    assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
+    const operation = 'QueuePair.prepareRecvChain';
+    if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
+    const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
+    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR);
+  }
+
+  /** Posts every receive of the chain: one FFI crossing. */
+  post(): void {
+    this.postWith('PreparedRecvChain.post', this.target.postReceive, receivePostName(this.target), 'receives');
+  }
+}
+
+/**
+ * `count` sends in one chain, e.g. a batch of messages from consecutive slots.
+ * By default only the last is signaled: its completion retires the whole chain
+ * (a send queue completes in order), at one completion per post().
+ */
+export class PreparedSendChain extends PreparedChain {
+  /** An inline chain's plain buffer, kept alive while the chain is. */
+  readonly #keepAlive: Uint8Array | undefined;
+
+  constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendChainOptions) {
+    assertInternal(key, 'new PreparedSendChain', 'use qp.prepareSendChain()');
+    const operation = 'QueuePair.prepareSendChain';
+    const o = parseArgument(operation, 'options', sendChainOptionsSchema, options);
+    if (!(source instanceof MemoryRegion) && !o.inline) {
+      throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
+    }
+    if (target.qpType === 'UD') throw argumentError(operation, 'queuePair', 'a chain sends on connected queue pairs only; post UD sends one by one');
+    const slots = chainSlots(operation, target, source, o);
+    if (o.inline && slots.length > target.maxInlineData) {
+      throw argumentError(operation, 'options.length', `inline data of ${slots.length} bytes exceeds the queue pair's max_inline_data (${target.maxInlineData})`);
+    }
+    super(target, slots, o, o.context, SEND_CHAIN_WR);
+    this.#keepAlive = source instanceof MemoryRegion ? undefined : source;
+    const inline = o.inline ? IBV_SEND_INLINE : 0;
+    this.eachRequest((view, at, index) => {
+      const signaled = o.signaled === 'all' || (o.signaled === 'last' && index === o.count - 1);
+      view.setInt32(at + SEND_WR_OFFSET.opcode, IBV_WR_SEND, true);
+      view.setUint32(at + SEND_WR_OFFSET.sendFlags, (signaled ? IBV_SEND_SIGNALED : 0) | inline, true);
+    });
+  }
+
+  /** Posts every send of the chain: one FFI crossing. */
+  post(): void {
+    this.postWith('PreparedSendChain.post', this.target.ops.postSend, 'ibv_post_send', 'sends');
   }
 }

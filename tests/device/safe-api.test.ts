@@ -235,6 +235,51 @@ test('a receive chain posts its receives in one call, each into its own slot', a
   }
 });
 
+test('a send chain posts its sends in one call, each from its own slot; only the last completes by default', async () => {
+  const slots = 4;
+  const stride = 32;
+  let inbox: MemoryRegion | undefined;
+  let receives: PreparedRecvChain | undefined;
+  const pair = await connectPair({
+    qp: { sendWr: 8, recvWr: 8, inlineData: 64 },
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(slots * stride));
+      receives = id.queuePair.prepareRecvChain(inbox, { count: slots, stride });
+      receives.post();
+    },
+  });
+  try {
+    const qp = pair.client.queuePair;
+    const outbox = pair.client.regMsgs(Buffer.alloc(slots * stride));
+    for (let i = 0; i < slots; i++) outbox.buffer.fill(0x61 + i, i * stride, (i + 1) * stride);
+    // Validation first: a chain that leaves the region, a plain buffer not inline, inline past the QP's limit.
+    assert.throws(() => qp.prepareSendChain(outbox, { count: slots + 1, stride }), { name: 'RdmaArgumentError', message: /leaves the/ });
+    assert.throws(() => qp.prepareSendChain(Buffer.alloc(8), { count: 1 }), { name: 'RdmaArgumentError', message: /inline/ });
+    assert.throws(() => qp.prepareSendChain(outbox.buffer, { count: 1, inline: true }), { name: 'RdmaArgumentError', message: /max_inline_data/ });
+
+    const chain = qp.prepareSendChain(outbox, { count: slots, stride, context: 'batch' });
+    chain.post();
+    const completion = await withTimeout(qp.nextSendCompletion());
+    assert.equal(completion.context, 'batch');
+    assert.equal(chain.slotOf(completion.wrId), slots - 1, 'the last send of the chain is the signaled one');
+    assert.equal(qp.sendCq.poll(), 0, 'the sends before it completed silently');
+    for (let i = 0; i < slots; i++) {
+      const received = await withTimeout(pair.server.queuePair.nextRecvCompletion());
+      const slot = receives!.slotOf(received.wrId);
+      assert.equal(slot, i, 'receives are taken in posting order');
+      assert.equal(received.byteLen, stride);
+      assert.ok(inbox!.buffer.subarray(i * stride, (i + 1) * stride).every((b) => b === 0x61 + i), `slot ${i} holds send ${i}'s bytes`);
+    }
+
+    // More sends than the send queue holds: the error says how many went in.
+    const tooLong = qp.prepareSendChain(outbox, { count: qp.caps.maxSendWr + 64, stride: 0, length: 8, signaled: 'none' });
+    assert.throws(() => tooLong.post(), (error: unknown) => error instanceof RdmaError && error.syscall === 'ibv_post_send' && /\d+ of the chain's \d+ sends were posted/.test(error.message));
+  } finally {
+    pair.close();
+  }
+});
+
 test('setMinRnrTimer lowers the RNR back-off rdma_cm leaves at 655 ms, once the QP is connected', async () => {
   const IBV_QP_MIN_RNR_TIMER = 1 << 15;
   const timerOf = (id: CmId): number => {
