@@ -341,7 +341,8 @@ export class CmId extends Resource implements EventTarget {
    * `attr.sendCq`/`attr.recvCq`, librdmacm creates a CQ with its completion
    * channel for each, and destroys them with the QP. A CQ of your own (from
    * id.device.createCq()) can serve both, or several QPs; it closes their QPs
-   * before itself.
+   * before itself. Your own recvCq needs your own sendCq: librdmacm never
+   * frees a send CQ it made for a QP whose receive CQ it did not make.
    */
   createQp(attr: CreateQpAttr = {}, pd?: ProtectionDomain): QueuePair {
     const operation = 'rdma_create_qp';
@@ -356,6 +357,8 @@ export class CmId extends Resource implements EventTarget {
     checkQpAttrLimits(operation, a, deviceLimits(verbs));
     if (a.sendCq) checkOwnCq(operation, 'attr.sendCq', a.sendCq, verbs);
     if (a.recvCq) checkOwnCq(operation, 'attr.recvCq', a.recvCq, verbs);
+    // rdma-core's ucma_destroy_cqs frees a send CQ it made only along with a receive CQ it made: this one would leak.
+    if (a.recvCq && !a.sendCq) throw argumentError(operation, 'attr.sendCq', 'with your own recvCq, give a sendCq too (librdmacm would never free the send CQ it made): e.g. sendCq: id.device.createCq()');
     const init = encodeQpInitAttr(a, a.sendCq, a.recvCq);
     checkRdma(operation, librdmacm.rdma_create_qp(this.handle, pd ? pd.unsafeHandle : null, init));
     if (pd) this.#protectionDomain = pd;

@@ -7,10 +7,15 @@ import {
 } from '../../src/index.js';
 import { connectPair } from '../support/pair.js';
 import { deviceAddress, freshPort } from '../support/device.js';
+import { openFds, rdmaEntries } from '../support/resources.js';
 
 const MESSAGE = 64;
 
+/** The CQs the kernel lists for this process, and its open fds (a CQ's channel is one). */
+const holdings = () => ({ cqs: rdmaEntries('cq').length, fds: openFds() });
+
 test('two queue pairs on one CQ: the sends and receives of both complete there, told apart by qpNum', { timeout: 60_000 }, async () => {
+  const before = holdings();
   let cq: CompletionQueue | undefined;
   const clientQp = (id: CmId) => {
     cq ??= id.device!.createCq({ entries: 32 });
@@ -63,24 +68,27 @@ test('two queue pairs on one CQ: the sends and receives of both complete there, 
     assert.equal(cq!.closed, false, 'a CQ of ones own outlives the queue pairs that used it');
     cq!.close();
   }
+  // Fds are compared in the next test: this one may be the first to open the device, which librdmacm keeps open.
+  assert.equal(holdings().cqs, before.cqs, 'every CQ is gone: the shared one, and the ones librdmacm made for the servers');
 });
 
 test('closing a shared CQ closes its queue pairs first; a closed or foreign CQ never reaches rdma_create_qp', { timeout: 60_000 }, async () => {
+  const before = holdings();
   let cq: CompletionQueue | undefined;
   const pair = await connectPair({
     clientQp: (id) => {
       cq = id.device!.createCq({ entries: 16 });
-      return { recvCq: cq };
+      return { sendCq: cq };
     },
   });
   try {
     const qp = pair.client.queuePair;
-    assert.equal(qp.recvCq, cq);
-    assert.notEqual(qp.sendCq, cq, 'the CQ left out is librdmacm\'s');
+    assert.equal(qp.sendCq, cq);
+    assert.notEqual(qp.recvCq, cq, 'the CQ left out is librdmacm\'s');
     const pending = cq!.next();
     cq!.close();
     await assert.rejects(pending, ResourceClosedError);
-    assert.ok(qp.closed && qp.sendCq.closed, 'the queue pair (and the CQ librdmacm made for it) closed before the shared CQ');
+    assert.ok(qp.closed && qp.recvCq.closed, 'the queue pair (and the CQ librdmacm made for it) closed before the shared CQ');
     assert.throws(() => qp.postSend(Buffer.from('x'), { inline: true }), ResourceClosedError);
     cq!.close();
 
@@ -90,10 +98,14 @@ test('closing a shared CQ closes its queue pairs first; a closed or foreign CQ n
     await id.resolveRoute();
     assert.throws(() => id.createQp({ sendCq: cq }), (error: unknown) => error instanceof RdmaArgumentError && /closed/.test(error.message));
     assert.throws(() => id.createQp({ recvCq: {} as CompletionQueue }), (error: unknown) => error instanceof RdmaArgumentError && /CompletionQueue/.test(error.message));
+    // librdmacm would make a send CQ here and never free it.
+    using receives = id.device!.createCq({ entries: 16 });
+    assert.throws(() => id.createQp({ recvCq: receives }), (error: unknown) => error instanceof RdmaArgumentError && /sendCq too/.test(error.message));
     assert.throws(() => id.queuePair, RdmaArgumentError, 'no queue pair was made');
   } finally {
     pair.close();
   }
+  assert.deepEqual(holdings(), before, 'the shared CQ and the receive CQ librdmacm made are both gone');
 });
 
 test('createCq checks its options against the device; a CQ without a channel can be polled but not waited on', { timeout: 60_000 }, async () => {
