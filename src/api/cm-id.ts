@@ -347,7 +347,8 @@ export class CmId extends Resource implements EventTarget {
   createQp(attr: CreateQpAttr = {}, pd?: ProtectionDomain): QueuePair {
     const operation = 'rdma_create_qp';
     this.ensureOpen(operation);
-    if (this.#queuePair) throw argumentError(operation, 'id', 'this id already has a queue pair');
+    // A queue pair closed on its own (or by its shared CQ) is gone: the id may have a new one.
+    if (this.#queuePair && !this.#queuePair.closed) throw argumentError(operation, 'id', 'this id already has a queue pair');
     const a = parseArgument(operation, 'attr', createQpSchema, attr);
     if (pd !== undefined) {
       if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');

@@ -41,7 +41,8 @@ Main API (every export of rdmacm is a global; rdmacm.* too; raw is the C layer):
                                      .connect, .bindAddr, .listen, .nextRequest, .accept, .disconnect
   createEndpoint(target, opts?)      rdma_create_ep: { host, port, passive? }, { qp: {...} }
   getAddrInfo(node, service, hints?) rdma_getaddrinfo
-  DeviceContext.open(name?)          a verbs context: .allocPd() → .register/.allocate memory
+  DeviceContext.open(name?)          a verbs context: .allocPd() → .register/.allocate memory,
+                                     .createCq() for QPs to share (id.device is an id's context)
   listDevices(), rdmaGetDevices()    device discovery
   raw                                librdmacm and libibverbs with C's conventions
 

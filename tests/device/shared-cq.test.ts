@@ -102,6 +102,15 @@ test('closing a shared CQ closes its queue pairs first; a closed or foreign CQ n
     using receives = id.device!.createCq({ entries: 16 });
     assert.throws(() => id.createQp({ recvCq: receives }), (error: unknown) => error instanceof RdmaArgumentError && /sendCq too/.test(error.message));
     assert.throws(() => id.queuePair, RdmaArgumentError, 'no queue pair was made');
+
+    // A queue pair closed by its CQ leaves the id free for a new one.
+    const sends = id.device!.createCq({ entries: 16 });
+    const first = id.createQp({ sendCq: sends });
+    sends.close();
+    assert.ok(first.closed);
+    const second = id.createQp();
+    assert.notEqual(second, first);
+    assert.equal(id.queuePair, second);
   } finally {
     pair.close();
   }
