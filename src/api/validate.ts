@@ -6,11 +6,14 @@ import { RdmaArgumentError } from './errors.js';
 /**
  * Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError.
  * The last successful parse of each schema is remembered for flat inputs
- * (a primitive, or a plain object of primitive data properties): an equal input
- * gets the same (frozen) output without running zod again. Calls repeat their
- * options far more often than they change them, and until V8 has optimized zod
- * a parse costs many times the comparison (in the rxe guest 50–400 µs against
- * about 30). Schemas are pure, so equal inputs always parse alike.
+ * (a primitive, or a plain object of primitive data properties and of class
+ * instances that zod passed through as they are, like a CompletionQueue or an
+ * AbortSignal): an equal input gets the same (frozen) output without running
+ * zod again. Calls repeat their options far more often than they change them,
+ * and until V8 has optimized zod a parse costs many times the comparison (in
+ * the rxe guest 50–400 µs against about 30). Schemas are pure, and this
+ * package checks class instances by prototype only, so equal inputs (instances
+ * by identity) always parse alike. The memo holds its last input's instances.
  */
 export function parseArgument<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.output<S> {
   const memo = memos.get(schema);
@@ -32,6 +35,10 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => {
   return prototype === Object.prototype || prototype === null;
 };
 
+/** A class instance whose validity cannot change while it keeps its identity (not an array or a byte view, whose contents could). */
+const isInstance = (value: unknown): boolean =>
+  typeof value === 'object' && value !== null && !isPlainObject(value) && !Array.isArray(value) && !ArrayBuffer.isView(value);
+
 /** One flat input, copied, and what zod made of it. */
 class ParseMemo {
   private constructor(
@@ -41,7 +48,7 @@ class ParseMemo {
     readonly output: unknown,
   ) {}
 
-  /** A memo for a flat input whose output is flat too (so freezing it makes it immutable); else undefined. */
+  /** A memo for a flat input whose output is flat too (so freezing it fixes what it says); else undefined. */
   static of(input: unknown, output: unknown): ParseMemo | undefined {
     if (isPrimitive(input)) return isPrimitive(output) ? new ParseMemo(null, [input], output) : undefined;
     if (!isPlainObject(input) || !isPlainObject(output)) return undefined;
@@ -49,15 +56,16 @@ class ParseMemo {
     const values: unknown[] = [];
     for (const key in input) {
       const property = Object.getOwnPropertyDescriptor(input, key);
-      if (!property || !('value' in property) || !isPrimitive(property.value)) return undefined;
+      if (!property || !('value' in property) || !(isPrimitive(property.value) || isInstance(property.value))) return undefined;
       keys.push(key);
       values.push(property.value);
     }
-    for (const key in output) if (!isPrimitive(output[key])) return undefined;
+    // An instance must come out as it went in: anything zod built is not frozen by the shallow freeze.
+    for (const key in output) if (!isPrimitive(output[key]) && !(isInstance(output[key]) && output[key] === input[key])) return undefined;
     return new ParseMemo(keys, values, Object.freeze(output));
   }
 
-  /** Whether `input` has the same keys, in the same order, with the same values (Object.is). */
+  /** Whether `input` has the same keys, in the same order, with the same values (Object.is: instances by identity). */
   matches(input: unknown): boolean {
     const keys = this.keys;
     if (keys === null) return Object.is(input, this.values[0]);

@@ -317,10 +317,21 @@ test('parse memo: primitives are compared with Object.is (0 and -0 differ; a ref
   refused('NaN again', () => parseArgument('op', 'n', nonNegative, NaN), 'n', /expected number/);
 });
 
-test('parse memo: inputs with objects, accessors or a class prototype are not remembered', () => {
-  const schema = memoSchema();
+test('parse memo: class instances zod passes through are remembered by identity; other objects are not', () => {
   const withSignal = { timeoutMs: 5, signal: new AbortController().signal };
-  assert.notEqual(parseArgument('op', 'options', waitSchema, withSignal), parseArgument('op', 'options', waitSchema, withSignal));
+  const first = parseArgument('op', 'options', waitSchema, withSignal);
+  assert.equal(parseArgument('op', 'options', waitSchema, { ...withSignal }), first, 'the same signal: answered from the memo');
+  assert.equal(first.signal, withSignal.signal, 'the instance itself, not a copy');
+  assert.notEqual(parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: new AbortController().signal }), first, 'another signal is parsed again');
+  refused('not a signal', () => parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: {} }), 'options.signal', /AbortSignal/);
+
+  const objects = z.strictObject({ data: z.unknown(), bytes: z.unknown(), list: z.unknown() });
+  const nested = { data: { a: 1 }, bytes: Buffer.alloc(1), list: [1] };
+  assert.notEqual(parseArgument('op', 'o', objects, nested), parseArgument('op', 'o', objects, nested), 'plain objects, byte views and arrays could change inside');
+});
+
+test('parse memo: inputs with accessors or a class prototype are not remembered', () => {
+  const schema = memoSchema();
   class Options { count = 2; }
   let reads = 0;
   const accessor = { get count() { reads++; return 2; } };
