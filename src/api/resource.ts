@@ -13,7 +13,8 @@ const leakWarnings = new FinalizationRegistry<string>((description) => {
 export abstract class Resource {
   #handle: Pointer;
   #closed = false;
-  readonly #children = new Set<Resource>();
+  /** Made by the first child: most resources (QPs, regions, CQs) never have one. */
+  #children: Set<Resource> | undefined;
   /** Resources that use this one without being its children (QPs on a shared CQ); made on first use. */
   #users: Set<Resource> | undefined;
   /** What this resource uses (see use()), to leave when it closes. */
@@ -32,7 +33,7 @@ export abstract class Resource {
     this.parent = parent;
     if (parent) {
       parent.ensureOpen(`create a ${kind}`);
-      parent.#children.add(this);
+      (parent.#children ??= new Set()).add(this);
     } else if (options.warnOnLeak !== false) {
       // Only roots: a child is reachable from its parent, so it is never collected first.
       leakWarnings.register(this, `an rdmacm ${kind}`, this);
@@ -54,8 +55,8 @@ export abstract class Resource {
   protected reparent(parent: Resource | undefined): void {
     if (parent === this.parent) return;
     parent?.ensureOpen(`move a ${this.kind}`);
-    if (this.parent) this.parent.#children.delete(this);
-    if (parent) parent.#children.add(this);
+    if (this.parent) this.parent.#children!.delete(this);
+    if (parent) (parent.#children ??= new Set()).add(this);
     this.parent = parent;
   }
 
@@ -83,10 +84,10 @@ export abstract class Resource {
   close(): void {
     if (this.#closed) return;
     let firstError: unknown;
-    const dependents = this.#users ? [...this.#children, ...this.#users] : [...this.#children];
-    for (const child of dependents.reverse()) {
+    const dependents = [...(this.#children ?? []), ...(this.#users ?? [])];
+    for (let i = dependents.length - 1; i >= 0; i--) {
       try {
-        child.close();
+        dependents[i]!.close();
       } catch (error) {
         firstError ??= error;
       }
@@ -98,7 +99,7 @@ export abstract class Resource {
     } catch (error) {
       firstError ??= error;
     } finally {
-      if (this.parent) this.parent.#children.delete(this);
+      if (this.parent) this.parent.#children!.delete(this);
       if (this.#used) for (const resource of this.#used) resource.#users!.delete(this);
     }
     if (firstError !== undefined) throw firstError;
