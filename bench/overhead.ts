@@ -56,7 +56,7 @@ class StandIn extends Resource {
 }
 const owner = new StandIn();
 const caps = { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 64 };
-const queuePair = new QueuePair(internal, owner, qp.address, owner as unknown as ProtectionDomain, caps, () => {});
+const queuePair = new QueuePair(internal, owner, qp.address, () => owner as unknown as ProtectionDomain, caps, () => {});
 const send = queuePair.prepareSend(Buffer.alloc(64), { inline: true, signaled: false });
 const completionQueue: CompletionQueue = queuePair.sendCq;
 const direct = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_fn(void *qp, void *wr, void *bad_wr)')) as

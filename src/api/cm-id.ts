@@ -13,7 +13,7 @@ import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../s
 import { memberOffset } from '../structs/registry.js';
 import { nativeBytes } from '../ffi/native-copy.js';
 import {
-  ibv_cq, ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
+  ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
 } from '../structs/verbs-resources.js';
 import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
@@ -50,7 +50,6 @@ const ID = {
   dst: koffi.offsetof(rdma_cm_id, 'route') + koffi.offsetof(rdma_route, 'addr') + koffi.offsetof(rdma_addr, 'dst_storage'),
 };
 const QP_PD = koffi.offsetof(ibv_qp, 'pd');
-const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const SRQ_PD = koffi.offsetof(ibv_srq, 'pd');
 const SOCKADDR_STORAGE_SIZE = 128;
 const IBV_QP_CAP = 1 << 19;
@@ -418,8 +417,8 @@ export class CmId extends Resource implements EventTarget {
       caps = grantedCaps(init);
     }
     const handle = this.handle;
-    const protectionDomain = pd ?? this.#protectionDomain ?? this.#borrowPd(readPointer(qp, QP_PD));
-    this.#queuePair = new QueuePair(internal, this, qp, protectionDomain, caps, () => librdmacm.rdma_destroy_qp(handle), { sendCq, recvCq });
+    const protectionDomainOf = (qpPd: Pointer) => pd ?? this.#protectionDomain ?? this.#borrowPd(qpPd);
+    this.#queuePair = new QueuePair(internal, this, qp, protectionDomainOf, caps, () => librdmacm.rdma_destroy_qp(handle), { sendCq, recvCq });
     return this.#queuePair;
   }
 
@@ -764,7 +763,7 @@ function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema
 /** A CQ given to createQp: open, and on the id's device (ibv_create_qp would refuse another's, or worse). */
 function checkOwnCq(operation: string, path: string, cq: CompletionQueue, verbs: Pointer): void {
   if (cq.closed) throw argumentError(operation, path, 'the completion queue is closed');
-  if (readPointer(cq.unsafeHandle, CQ_CONTEXT) !== verbs) throw argumentError(operation, path, 'this completion queue is on another device: make it with id.device.createCq()');
+  if (cq.contextHandle !== verbs) throw argumentError(operation, path, 'this completion queue is on another device: make it with id.device.createCq()');
 }
 
 const INIT = {

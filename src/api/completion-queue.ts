@@ -26,6 +26,7 @@ const BATCH = 16;
 const ACK_BATCH = 16;
 const BUSY_SPINS = 2000;
 const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
+const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');
 /** What the *At accessors read before the first poll: zeros, as a fresh batch would hold. */
 const NOTHING_POLLED = new DataView(new ArrayBuffer(WC_SIZE * BATCH));
@@ -41,6 +42,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   readonly #ops: ContextOps;
   /** cq->channel, read when first needed (0n: the queue has none). */
   #channel: Pointer | undefined;
+  /** cq->context, read when first needed. */
+  #context: Pointer | undefined;
   /** The channel's fd watcher, made non-blocking on first use: busy-polling code never needs it. */
   #channelWatcher: FdWatcher | undefined;
   /** Where poll() puts completions: allocated by the first poll (0n until then), as most queues of a setup are never polled. */
@@ -76,7 +79,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       if (channel !== 0n) libibverbs.ibv_destroy_comp_channel(channel);
       throw error;
     }
-    return new CompletionQueue(cq, device, contextOps(context), channel);
+    const queue = new CompletionQueue(cq, device, contextOps(context), channel);
+    queue.#context = context;
+    return queue;
   }
 
   /**
@@ -236,6 +241,12 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #ackEvents(): void {
     if (this.#unackedEvents > 0) libibverbs.ibv_ack_cq_events(this.handle, this.#unackedEvents);
     this.#unackedEvents = 0;
+  }
+
+  /** @internal The ibv_context (device) this queue is on, read once. */
+  get contextHandle(): Pointer {
+    this.ensureOpen('contextHandle');
+    return (this.#context ??= readPointer(this.handle, CQ_CONTEXT));
   }
 
   /** Whether this queue was made by createCq (and is destroyed by its close). */

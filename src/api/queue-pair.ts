@@ -29,6 +29,7 @@ const rnrTimerCode = z.number().int().min(0).max(31, 'an RNR timer code is 0–3
 
 const QP = {
   context: koffi.offsetof(ibv_qp, 'context'),
+  pd: koffi.offsetof(ibv_qp, 'pd'),
   sendCq: koffi.offsetof(ibv_qp, 'send_cq'),
   recvCq: koffi.offsetof(ibv_qp, 'recv_cq'),
   srq: koffi.offsetof(ibv_qp, 'srq'),
@@ -59,10 +60,11 @@ export class QueuePair extends Resource {
   /**
    * Wraps id->qp after rdma_create_qp/rdma_create_ep. Its CQs are `own` ones
    * given to createQp (which this QP then uses), or else librdmacm's.
-   * `destroy` is rdma_destroy_qp on the owning id.
+   * `protectionDomainOf` gives the PD object for qp->pd; `destroy` is
+   * rdma_destroy_qp on the owning id.
    */
   constructor(
-    key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, granted: IbvQpCap,
+    key: Internal, owner: Resource, handle: Pointer, protectionDomainOf: (pd: Pointer) => ProtectionDomain, granted: IbvQpCap,
     private readonly destroy: () => void,
     own: { readonly sendCq?: CompletionQueue; readonly recvCq?: CompletionQueue } = {},
   ) {
@@ -74,8 +76,10 @@ export class QueuePair extends Resource {
     const recvCq = fields.getBigUint64(QP.recvCq, true);
     const srq = fields.getBigUint64(QP.srq, true);
     const context = fields.getBigUint64(QP.context, true);
+    const pdHandle = fields.getBigUint64(QP.pd, true);
     this.qpNum = fields.getUint32(QP.qpNum, true);
     this.type = QpType.nameOf(fields.getInt32(QP.qpType, true));
+    const pd = protectionDomainOf(pdHandle);
     this.caps = {
       maxSendWr: granted.max_send_wr,
       maxRecvWr: granted.max_recv_wr,
