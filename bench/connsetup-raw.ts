@@ -60,13 +60,11 @@ function round(): Record<string, number> {
     steps[name] = perConnection(performance.now() - started, count);
   };
   const ids: Pointer[] = [];
-  // ibv_qp_init_attr is in/out (librdmacm writes the CQs it made back): one per QP, made before the clock runs.
-  const inits = Array.from({ length: count }, () => {
-    const init = Buffer.alloc(structs.ibv_qp_init_attr.size);
-    koffi.encode(init, structs.ibv_qp_init_attr, {
-      cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }, qp_type: IBV_QPT_RC, sq_sig_all: 0,
-    });
-    return init;
+  // One ibv_qp_init_attr for every QP, as cmtime has: librdmacm writes the CQs
+  // it made for the first QP back into it, so the other QPs share them.
+  const init = Buffer.alloc(structs.ibv_qp_init_attr.size);
+  koffi.encode(init, structs.ibv_qp_init_attr, {
+    cap: { max_send_wr: 1, max_recv_wr: 1, max_send_sge: 1, max_recv_sge: 1, max_inline_data: 0 }, qp_type: IBV_QPT_RC, sq_sig_all: 0,
   });
   step('create_id', () => {
     for (let i = 0; i < count; i++) {
@@ -83,7 +81,7 @@ function round(): Record<string, number> {
     awaitEvents(CmEventType.values.ROUTE_RESOLVED, count);
   });
   step('create_qp', () => {
-    ids.forEach((id, i) => check('rdma_create_qp', librdmacm.rdma_create_qp(id, null, inits[i]!)));
+    for (const id of ids) check('rdma_create_qp', librdmacm.rdma_create_qp(id, null, init));
   });
   step('connect', () => {
     for (const id of ids) check('rdma_connect', librdmacm.rdma_connect(id, connParam));
@@ -94,7 +92,8 @@ function round(): Record<string, number> {
     awaitEvents(CmEventType.values.DISCONNECTED, count);
   });
   step('destroy', () => {
-    for (const id of ids) {
+    // Newest first: the first id's rdma_destroy_qp frees the shared CQs, once no other QP uses them.
+    for (const id of ids.reverse()) {
       if (readPointer(id, koffi.offsetof(structs.rdma_cm_id, 'qp')) !== 0n) librdmacm.rdma_destroy_qp(id);
       check('rdma_destroy_id', librdmacm.rdma_destroy_id(id));
     }

@@ -8,7 +8,7 @@
 // Talks to a `cmtime -b SERVER_ADDR -p PORT -c CONNECTIONS` server (so the C
 // and the TypeScript client face the same server) and prints one JSON object:
 // microseconds per connection for each step.
-import { createId, EventChannel, type CmId } from '../src/index.js';
+import { createId, EventChannel, type CmId, type CompletionQueue } from '../src/index.js';
 import { perConnection, printRounds } from './conn-rounds.js';
 
 const [address, portArg = '7471', countArg = '100'] = process.argv.slice(2);
@@ -38,14 +38,20 @@ async function round(): Promise<Record<string, number>> {
   });
   await step('resolve_addr', () => Promise.all(ids.map((id) => id.resolveAddr({ address, port }, { timeoutMs: 30_000 }))));
   await step('resolve_route', () => Promise.all(ids.map((id) => id.resolveRoute({ timeoutMs: 30_000 }))));
+  // cmtime passes one ibv_qp_init_attr to every rdma_create_qp, and librdmacm
+  // writes the CQs it made for the first QP back into it: all its QPs share
+  // those. The same work here: one CQ, made in the step, for every QP.
+  let cq: CompletionQueue | undefined;
   await step('create_qp', () => {
-    for (const id of ids) id.createQp({ sendWr: 1, recvWr: 1 });
+    cq = ids[0]!.device!.createCq({ entries: 2 * count });
+    for (const id of ids) id.createQp({ sendWr: 1, recvWr: 1, sendCq: cq, recvCq: cq });
   });
   await step('connect', () => Promise.all(ids.map((id) => id.connect(undefined, { timeoutMs: 60_000 }))));
   // cmtime's server answers a disconnect; a peer that does not is timed out, not waited for forever.
   await step('disconnect', () => Promise.all(ids.map((id) => id.disconnect({ timeoutMs: 10_000 }).catch(() => undefined))));
   await step('destroy', () => {
     for (const id of ids) id.close();
+    cq!.close();
   });
   return steps;
 }
