@@ -55,7 +55,8 @@ async function serve(port: number, count: number, scenario: string): Promise<{ r
   id.createQp({ sendWr: 4, recvWr: 16 });
   const inbox = id.regMsgs(Buffer.alloc(16 * SIZE));
   for (let slot = 0; slot < 16; slot++) id.postRecv(inbox, { offset: slot * SIZE, length: SIZE, context: slot });
-  await id.accept({ retryCount: 7, rnrRetryCount: 7 });
+  // As long as the client's connect may take: under loss the CM resends a lost REP or RTU only after seconds.
+  await id.accept({ retryCount: 7, rnrRetryCount: 7 }, { timeoutMs: 30_000 });
   let received = 0;
   const hungUp = id.waitForDisconnect().then(() => undefined);
   hungUp.catch(() => undefined);
