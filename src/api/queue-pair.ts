@@ -52,8 +52,13 @@ export class QueuePair extends Resource {
   readonly caps: QueuePairCaps;
   readonly sendCq: CompletionQueue;
   readonly recvCq: CompletionQueue;
-  readonly protectionDomain: ProtectionDomain;
-  readonly #target: PostTarget;
+  readonly #ops: ContextOps;
+  /** qp->pd, wrapped by the first use: a connection-setup loop never needs the object. */
+  readonly #pdHandle: Pointer;
+  readonly #protectionDomainOf: (pd: Pointer) => ProtectionDomain;
+  #protectionDomain: ProtectionDomain | undefined;
+  /** What work requests need to know about this QP, made by the first one. */
+  #target: PostTarget | undefined;
   /** Set when the QP takes its receives from a shared receive queue. */
   readonly #usesSrq: boolean;
 
@@ -79,7 +84,6 @@ export class QueuePair extends Resource {
     const pdHandle = fields.getBigUint64(QP.pd, true);
     this.qpNum = fields.getUint32(QP.qpNum, true);
     this.type = QpType.nameOf(fields.getInt32(QP.qpType, true));
-    const pd = protectionDomainOf(pdHandle);
     this.caps = {
       maxSendWr: granted.max_send_wr,
       maxRecvWr: granted.max_recv_wr,
@@ -87,21 +91,36 @@ export class QueuePair extends Resource {
       maxRecvSge: granted.max_recv_sge,
       maxInlineData: granted.max_inline_data,
     };
-    this.protectionDomain = pd;
+    this.#pdHandle = pdHandle;
+    this.#protectionDomainOf = protectionDomainOf;
     const ops: ContextOps = contextOps(context);
     this.sendCq = own.sendCq ?? CompletionQueue.borrow(internal, sendCq, this, ops);
     this.recvCq = own.recvCq ?? (recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this, ops));
     if (own.sendCq) this.use(own.sendCq);
     if (own.recvCq && own.recvCq !== own.sendCq) this.use(own.recvCq);
     this.#usesSrq = srq !== 0n;
-    this.#target = { owner: this, handle, ops, postReceive: ops.postRecv, pd, maxInlineData: this.caps.maxInlineData, qpType: this.type };
+    this.#ops = ops;
+  }
+
+  /** The protection domain of this queue pair (qp->pd). */
+  get protectionDomain(): ProtectionDomain {
+    this.ensureOpen('protectionDomain');
+    return (this.#protectionDomain ??= this.#protectionDomainOf(this.#pdHandle));
+  }
+
+  #postTarget(): PostTarget {
+    const ops = this.#ops;
+    return (this.#target ??= {
+      owner: this, handle: this.handle, ops, postReceive: ops.postRecv, pd: this.protectionDomain,
+      maxInlineData: this.caps.maxInlineData, qpType: this.type,
+    });
   }
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */
   prepareRecv(region: MemoryRegion, options?: RecvOptions): PreparedRecv {
     this.ensureOpen('prepareRecv');
     this.#refuseWithSrq('prepareRecv');
-    return new PreparedRecv(internal, this.#target, region, options);
+    return new PreparedRecv(internal, this.#postTarget(), region, options);
   }
 
   /**
@@ -112,13 +131,13 @@ export class QueuePair extends Resource {
   prepareRecvChain(region: MemoryRegion, options: RecvChainOptions): PreparedRecvChain {
     this.ensureOpen('prepareRecvChain');
     this.#refuseWithSrq('prepareRecvChain');
-    return new PreparedRecvChain(internal, this.#target, region, options);
+    return new PreparedRecvChain(internal, this.#postTarget(), region, options);
   }
 
   /** Validates and encodes a send (or RDMA write/read) once; post() it as often as needed. */
   prepareSend(source: MemoryRegion | Uint8Array, options?: SendOptions): PreparedSend {
     this.ensureOpen('prepareSend');
-    return new PreparedSend(internal, this.#target, source, options);
+    return new PreparedSend(internal, this.#postTarget(), source, options);
   }
 
   /**
@@ -128,14 +147,14 @@ export class QueuePair extends Resource {
    */
   prepareSendChain(source: MemoryRegion | Uint8Array, options: SendChainOptions): PreparedSendChain {
     this.ensureOpen('prepareSendChain');
-    return new PreparedSendChain(internal, this.#target, source, options);
+    return new PreparedSendChain(internal, this.#postTarget(), source, options);
   }
 
   /** rdma_post_recv: posts one receive into `region`; returns its wr_id. */
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
     this.ensureOpen('postRecv');
     this.#refuseWithSrq('postRecv');
-    return postOnce(new PreparedRecv(internal, this.#target, region, options, true));
+    return postOnce(new PreparedRecv(internal, this.#postTarget(), region, options, true));
   }
 
   /**
@@ -144,7 +163,7 @@ export class QueuePair extends Resource {
    */
   postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
     this.ensureOpen('postSend');
-    return postOnce(new PreparedSend(internal, this.#target, source, options, true));
+    return postOnce(new PreparedSend(internal, this.#postTarget(), source, options, true));
   }
 
   #refuseWithSrq(operation: string): void {
