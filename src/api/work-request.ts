@@ -366,7 +366,7 @@ abstract class PreparedChain {
     return slot >= 0 && slot < this.count ? slot : -1;
   }
 
-  /** For subclasses: the DataView over request i (its fields at the ibv_*_wr offsets). */
+  /** For subclasses' encoding: calls `write` with the chain's view and each request's offset in it. */
   protected eachRequest(write: (view: DataView, at: number, index: number) => void): void {
     for (let i = 0; i < this.count; i++) write(this.#layout.memory.view, i * this.#layout.wrSize, i);
   }
