@@ -359,7 +359,7 @@ export class CmId extends Resource implements EventTarget {
     if (a.recvCq) checkOwnCq(operation, 'attr.recvCq', a.recvCq, verbs);
     // rdma-core's ucma_destroy_cqs frees a send CQ it made only along with a receive CQ it made: this one would leak.
     if (a.recvCq && !a.sendCq) throw argumentError(operation, 'attr.sendCq', 'with your own recvCq, give a sendCq too (librdmacm would never free the send CQ it made): e.g. sendCq: id.device.createCq()');
-    const init = encodeQpInitAttr(a, a.sendCq, a.recvCq);
+    const init = encodeQpInitAttr(a);
     checkRdma(operation, librdmacm.rdma_create_qp(this.handle, pd ? pd.unsafeHandle : null, init));
     if (pd) this.#protectionDomain = pd;
     return this.#adoptQueuePair(pd, grantedCaps(init), a.sendCq, a.recvCq);
@@ -794,11 +794,11 @@ const newIdSlot = nativeScratch(8);
  * struct encode per QP costs more than the fields. Read the caps back with
  * grantedCaps() before the next QP is made.
  */
-export function encodeQpInitAttr(attr: z.output<typeof qpAttrSchema>, sendCq?: CompletionQueue, recvCq?: CompletionQueue): Buffer {
+export function encodeQpInitAttr(attr: z.output<typeof qpAttrSchema> & { readonly sendCq?: CompletionQueue; readonly recvCq?: CompletionQueue }): Buffer {
   const { buffer, view } = qpInitAttr;
   buffer.fill(0);
-  if (sendCq) view.setBigUint64(INIT.sendCq, sendCq.unsafeHandle, true);
-  if (recvCq) view.setBigUint64(INIT.recvCq, recvCq.unsafeHandle, true);
+  if (attr.sendCq) view.setBigUint64(INIT.sendCq, attr.sendCq.unsafeHandle, true);
+  if (attr.recvCq) view.setBigUint64(INIT.recvCq, attr.recvCq.unsafeHandle, true);
   view.setUint32(INIT.maxSendWr, attr.sendWr, true);
   view.setUint32(INIT.maxRecvWr, attr.recvWr, true);
   view.setUint32(INIT.maxSendSge, attr.sendSge, true);
