@@ -113,12 +113,26 @@ function localRange(
   return { address: koffi.address(source) + BigInt(offset), length: bytes, lkey: 0, region: undefined };
 }
 
+/** A plain buffer is sent only inline (the device cannot read unregistered memory otherwise). */
+function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, inline: boolean): void {
+  if (!(source instanceof MemoryRegion) && !inline) {
+    throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
+  }
+}
+
+/** Inline data is copied into the WQE: no more than the QP granted. */
+function checkInlineLength(operation: string, length: number, maxInlineData: number): void {
+  if (length > maxInlineData) {
+    throw argumentError(operation, 'options.length', `inline data of ${length} bytes exceeds the queue pair's max_inline_data (${maxInlineData})`);
+  }
+}
+
 /** The rules of each opcode that only show once the local range is known. */
 function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>, length: number, maxInlineData: number, atomic: boolean): void {
   const refuse = (path: string, rule: string) => {
     throw argumentError(operation, path, rule);
   };
-  if (o.inline && length > maxInlineData) refuse('options.length', `inline data of ${length} bytes exceeds the queue pair's max_inline_data (${maxInlineData})`);
+  if (o.inline) checkInlineLength(operation, length, maxInlineData);
   if (o.opcode !== 'SEND' && !o.remote) refuse('options.remote', `${o.opcode} needs the peer's { address, rkey }`);
   if ((o.opcode === 'RDMA_READ' || atomic) && o.inline) refuse('options.inline', `${o.opcode} cannot be inline`);
   if ((o.opcode === 'RDMA_READ' || atomic) && o.immediate !== undefined) refuse('options.immediate', `${o.opcode} carries no immediate data`);
@@ -212,9 +226,7 @@ export class PreparedSend extends PreparedWorkRequest {
     const operation = 'QueuePair.postSend';
     const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
     const atomic = o.opcode === 'ATOMIC_CMP_AND_SWP' || o.opcode === 'ATOMIC_FETCH_AND_ADD';
-    if (!(source instanceof MemoryRegion) && !o.inline) {
-      throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
-    }
+    checkSendSource(operation, source, o.inline);
     const range = localRange(operation, source, target.pd, o.offset, atomic ? (o.length ?? ATOMIC_SIZE) : o.length);
     checkSendRules(operation, o, range.length, target.maxInlineData, atomic);
     if ((target.qpType === 'UD') !== (o.ud !== undefined)) {
@@ -330,11 +342,17 @@ abstract class PreparedChain {
   readonly #region: MemoryRegion | undefined;
   readonly #layout: ChainLayout;
   readonly #badWr: Pointer;
+  /** For a refused post's error: the C verb, and what the chain holds ('receives', 'sends'). */
+  readonly #verbName: string;
+  readonly #noun: string;
 
   protected constructor(
     target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
     wr: { readonly size: number; readonly wrId: number; readonly next: number; readonly sgList: number; readonly numSge: number },
+    verbName: string, noun: string,
   ) {
+    this.#verbName = verbName;
+    this.#noun = noun;
     this.count = o.count;
     this.offset = o.offset;
     this.stride = slots.stride;
@@ -375,7 +393,7 @@ abstract class PreparedChain {
    * Posts the whole chain with `verb`: one FFI crossing. If the provider
    * refuses one request, those before it are posted and the error says how many.
    */
-  protected postWith(operation: string, verb: (handle: Pointer, wr: Pointer, badWr: Pointer) => number, verbName: string, noun: string): void {
+  protected postWith(operation: string, verb: (handle: Pointer, wr: Pointer, badWr: Pointer) => number): void {
     const target = this.target;
     checkPostable(operation, target, this.#region);
     const { memory, badWrOffset, wrSize } = this.#layout;
@@ -383,7 +401,7 @@ abstract class PreparedChain {
     if (ret !== 0) {
       const failedAt = Number(memory.view.getBigUint64(badWrOffset, true) - memory.address) / wrSize;
       const posted = Number.isInteger(failedAt) && failedAt >= 0 && failedAt < this.count ? failedAt : 0;
-      throw new RdmaError(verbName, ret, `${posted} of the chain's ${this.count} ${noun} were posted`);
+      throw new RdmaError(this.#verbName, ret, `${posted} of the chain's ${this.count} ${this.#noun} were posted`);
     }
   }
 }
@@ -398,12 +416,12 @@ export class PreparedRecvChain extends PreparedChain {
     const operation = 'QueuePair.prepareRecvChain';
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
-    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR);
+    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, receivePostName(target), 'receives');
   }
 
   /** Posts every receive of the chain: one FFI crossing. */
   post(): void {
-    this.postWith('PreparedRecvChain.post', this.target.postReceive, receivePostName(this.target), 'receives');
+    this.postWith('PreparedRecvChain.post', this.target.postReceive);
   }
 }
 
@@ -420,15 +438,11 @@ export class PreparedSendChain extends PreparedChain {
     assertInternal(key, 'new PreparedSendChain', 'use qp.prepareSendChain()');
     const operation = 'QueuePair.prepareSendChain';
     const o = parseArgument(operation, 'options', sendChainOptionsSchema, options);
-    if (!(source instanceof MemoryRegion) && !o.inline) {
-      throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
-    }
+    checkSendSource(operation, source, o.inline);
     if (target.qpType === 'UD') throw argumentError(operation, 'queuePair', 'a chain sends on connected queue pairs only; post UD sends one by one');
     const slots = chainSlots(operation, target, source, o);
-    if (o.inline && slots.length > target.maxInlineData) {
-      throw argumentError(operation, 'options.length', `inline data of ${slots.length} bytes exceeds the queue pair's max_inline_data (${target.maxInlineData})`);
-    }
-    super(target, slots, o, o.context, SEND_CHAIN_WR);
+    if (o.inline) checkInlineLength(operation, slots.length, target.maxInlineData);
+    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends');
     this.#keepAlive = source instanceof MemoryRegion ? undefined : source;
     const inline = o.inline ? IBV_SEND_INLINE : 0;
     this.eachRequest((view, at, index) => {
@@ -440,6 +454,6 @@ export class PreparedSendChain extends PreparedChain {
 
   /** Posts every send of the chain: one FFI crossing. */
   post(): void {
-    this.postWith('PreparedSendChain.post', this.target.ops.postSend, 'ibv_post_send', 'sends');
+    this.postWith('PreparedSendChain.post', this.target.ops.postSend);
   }
 }
