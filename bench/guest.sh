@@ -9,8 +9,8 @@
 #
 # Needs RDMACM_TEST_ADDR (set by scripts/rxe-vm.sh): the device's IPv4 address.
 # Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_BW64_ITERS (5000),
-# BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime/binding
-# pairs for connection setup; default BENCH_REPS).
+# BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
+# and raw-layer triples for connection setup; default BENCH_REPS).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RAW=${1:?usage: guest.sh RAW_DIR}
