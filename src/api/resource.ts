@@ -19,6 +19,8 @@ export abstract class Resource {
   #users: Set<Resource> | undefined;
   /** What this resource uses (see use()), to leave when it closes. */
   #used: Resource[] | undefined;
+  /** Whether this resource is registered to warn when it is collected without close(). */
+  #warnsOnLeak = false;
   /** The parent this resource keeps alive (and that closes it first). */
   protected parent: Resource | undefined;
 
@@ -34,10 +36,21 @@ export abstract class Resource {
     if (parent) {
       parent.ensureOpen(`create a ${kind}`);
       (parent.#children ??= new Set()).add(this);
-    } else if (options.warnOnLeak !== false) {
-      // Only roots: a child is reachable from its parent, so it is never collected first.
-      leakWarnings.register(this, `an rdmacm ${kind}`, this);
     }
+    // A child is reachable from its parent, so it is never collected first: the
+    // warning of the nearest reporting ancestor covers it. Under a parent that
+    // warns of nothing (a device librdmacm owns), a child warns itself.
+    if (parent ? !parent.#leakReported() : options.warnOnLeak !== false) this.#warnOnLeak();
+  }
+
+  /** Whether a leak of this resource is reported: it warns itself, or an ancestor that keeps it alive does. */
+  #leakReported(): boolean {
+    return this.#warnsOnLeak || (this.parent !== undefined && this.parent.#leakReported());
+  }
+
+  #warnOnLeak(): void {
+    leakWarnings.register(this, `an rdmacm ${this.kind}`, this);
+    this.#warnsOnLeak = true;
   }
 
   /** Whether close() has run (on this resource or a parent). */
@@ -58,6 +71,7 @@ export abstract class Resource {
     if (this.parent) this.parent.#children!.delete(this);
     if (parent) (parent.#children ??= new Set()).add(this);
     this.parent = parent;
+    if (!this.#leakReported()) this.#warnOnLeak();
   }
 
   /**

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { createId, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError } from '../../src/index.js';
+import { libibverbs, librdmacm, type Pointer } from '../../src/raw.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
 
@@ -94,4 +95,46 @@ test('closing a parent while its children are in use: the whole tree closes, chi
   assert.throws(() => region.remote, ResourceClosedError);
   client.close();
   pair.close();
+});
+
+test('resources with no parent that reports them (made on an id\'s device, or an id moved off its channel) warn when collected without close(); their children do not warn again', { timeout: 60_000 }, async () => {
+  const leaks: string[] = [];
+  const onWarning = (warning: Error & { code?: string }) => {
+    if (warning.code === 'RDMACM_LEAK') leaks.push(warning.message);
+  };
+  process.on('warning', onWarning);
+  // Only handles outlive this block: the objects become garbage once the id and channel are closed and dropped.
+  const leaked = await (async (): Promise<{ cq: Pointer; pd: Pointer; mr: Pointer; id: Pointer }> => {
+    const channel = new EventChannel();
+    const id = createId(channel);
+    await id.resolveAddr({ address: deviceAddress(), port: freshPort() });
+    const cq = id.device!.createCq({ entries: 4, channel: false });
+    const pd = id.device!.allocPd();
+    const region = pd.register(Buffer.alloc(64));
+    // Moved off its channel, an id has no parent left to report it.
+    const wanderer = createId(channel);
+    wanderer.migrateId(null);
+    const handles = { cq: cq.unsafeHandle, pd: pd.unsafeHandle, mr: region.unsafeHandle, id: wanderer.unsafeHandle };
+    id.close();
+    channel.close();
+    return handles;
+  })();
+  try {
+    for (let attempt = 0; attempt < 50 && leaks.length < 3; attempt++) {
+      gc();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.deepEqual(leaks.sort(), [
+      'an rdmacm completion queue was garbage-collected without close(); its native resources leaked',
+      'an rdmacm connection id was garbage-collected without close(); its native resources leaked',
+      'an rdmacm protection domain was garbage-collected without close(); its native resources leaked',
+    ], 'one warning each for the CQ, the PD and the migrated id; none for the region the PD covers, nor for the closed id and channel');
+  } finally {
+    process.off('warning', onWarning);
+    // The test's own leaks, freed through the raw layer (children first).
+    assert.equal(libibverbs.ibv_dereg_mr(leaked.mr), 0);
+    assert.equal(libibverbs.ibv_dealloc_pd(leaked.pd), 0);
+    assert.equal(libibverbs.ibv_destroy_cq(leaked.cq), 0);
+    assert.equal(librdmacm.rdma_destroy_id(leaked.id), 0);
+  }
 });
