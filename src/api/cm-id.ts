@@ -380,7 +380,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_create_srq';
     this.ensureOpen(operation);
     if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
-    if (this.#queuePair) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
+    if (this.#queuePair && !this.#queuePair.closed) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
     if (pd !== undefined && (!(pd instanceof ProtectionDomain) || pd.closed)) throw argumentError(operation, 'pd', 'expected an open ProtectionDomain');
     this.#deviceHandle(operation);

@@ -103,14 +103,19 @@ test('closing a shared CQ closes its queue pairs first; a closed or foreign CQ n
     assert.throws(() => id.createQp({ recvCq: receives }), (error: unknown) => error instanceof RdmaArgumentError && /sendCq too/.test(error.message));
     assert.throws(() => id.queuePair, RdmaArgumentError, 'no queue pair was made');
 
-    // A queue pair closed by its CQ leaves the id free for a new one.
+    // A queue pair closed by its CQ leaves the id free for a new one, and for a shared receive queue before it.
     const sends = id.device!.createCq({ entries: 16 });
     const first = id.createQp({ sendCq: sends });
+    assert.throws(() => id.createSrq(), (error: unknown) => error instanceof RdmaArgumentError && /before the queue pair/.test(error.message));
     sends.close();
     assert.ok(first.closed);
+    const srq = id.createSrq({ maxWr: 4 });
     const second = id.createQp();
     assert.notEqual(second, first);
     assert.equal(id.queuePair, second);
+    assert.equal(id.srq, srq);
+    using inbox = id.regMsgs(Buffer.alloc(16));
+    assert.throws(() => second.postRecv(inbox), (error: unknown) => error instanceof RdmaArgumentError && /shared receive queue/.test(error.message), 'the new queue pair takes its receives from the shared receive queue');
   } finally {
     pair.close();
   }
