@@ -18,7 +18,7 @@ if (!address || !/^\d+\.\d+\.\d+\.\d+$/.test(address)) {
   process.exit(1);
 }
 const count = Number(countArg);
-const WARMUP_ROUNDS = Number(process.env.BENCH_CONN_WARMUP ?? 3);
+const WARMUP_ROUNDS = Number(process.env.BENCH_CONN_WARMUP ?? 12);
 const RDMA_PS_TCP = 0x106;
 const IBV_QPT_RC = 2;
 const EVENT_TYPE = koffi.offsetof(structs.rdma_cm_event, 'event');
