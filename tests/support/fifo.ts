@@ -1,0 +1,39 @@
+// A FIFO opened non-blocking for reading and writing: an fd to watch on a host with no RDMA device.
+import { closeSync, constants, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export class Fifo {
+  readonly fd: number;
+  readonly #dir = mkdtempSync(join(tmpdir(), 'rdmacm-fifo-'));
+
+  constructor() {
+    const path = join(this.#dir, 'fifo');
+    execFileSync('mkfifo', [path]);
+    this.fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+  }
+
+  write(bytes: number): void {
+    writeSync(this.fd, Buffer.alloc(bytes, 1));
+  }
+
+  /** Reads until EAGAIN; the number of bytes read. */
+  drain(): number {
+    const chunk = Buffer.alloc(256);
+    let total = 0;
+    for (;;) {
+      try {
+        total += readSync(this.fd, chunk);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return total;
+        throw error;
+      }
+    }
+  }
+
+  close(): void {
+    closeSync(this.fd);
+    rmSync(this.#dir, { recursive: true });
+  }
+}
