@@ -16,7 +16,7 @@ import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work-
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench';
 
-const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [--json] [SERVER_ADDR]
+const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-e] [--json] [SERVER_ADDR]
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
 ib_send_lat and ib_send_bw do. Without SERVER_ADDR it serves one client and
@@ -36,6 +36,10 @@ Options:
                          64 MiB when that is fewer, and at least 256)
   -D, --duration SECONDS measure for this long instead of ITERS iterations
   -p, --port PORT        the rdma_cm port (default 7480)
+  -e, --events           lat: await each receive with cq.next() on completion events
+                         (the CQ's channel, watched by libuv) instead of busy-polling,
+                         as ib_send_lat -e does; each side chooses for itself.
+                         Defaults: 1000 iterations after 1000 warm-up
       --json             print one JSON object: {size, iters, min_us, p50_us, avg_us,
                          p99_us, p999_us, max_us} (lat) or {size, iters, mb_per_s,
                          msg_rate_mpps} (bw)
@@ -63,6 +67,7 @@ const MAX_INLINE = 236; // perftest's default inline size for latency tests
 const STALL_MS = 15_000; // a loop with no completion for this long gives up
 const DURATION_CAPACITY = 2_000_000; // latency samples kept in a -D run
 const WARMUP_BYTES = 64 * 1024 * 1024; // bw warm-up with large messages
+const EVENTS_WARMUP = 1000; // lat --events: round trips before measuring
 
 type Mode = 'lat' | 'bw';
 
@@ -311,6 +316,47 @@ function latencyClient(link: Link, plan: Plan, progress: Progress | undefined): 
   return latencyStats(samples, measured, plan.size);
 }
 
+/**
+ * The client's ping-pong on completion events: the same exchange as
+ * latencyClient, but each receive is awaited with `cq.next()`, which sleeps on
+ * the CQ's completion channel (the API's default mode), as ib_send_lat -e does.
+ */
+async function latencyClientOnEvents(link: Link, plan: Plan, progress: Progress | undefined): Promise<LatencyResult> {
+  const { qp, recv, sendSignaled, sendUnsignaled } = link;
+  const recvCq = qp.recvCq;
+  const sendCq = qp.sendCq;
+  recvCq.mode = 'events';
+  const timed = plan.durationMs > 0;
+  const capacity = timed ? DURATION_CAPACITY : plan.iters;
+  const samples = new Float64Array(capacity);
+  let pendingSignaled = 0;
+  let measured = 0;
+  const total = plan.warmup + capacity;
+  const runFor = timed ? plan.durationMs : Number.POSITIVE_INFINITY;
+  let deadline = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < total; i++) {
+    const start = performance.now();
+    const signaled = (i & (SIGNAL_EVERY - 1)) === SIGNAL_EVERY - 1;
+    (signaled ? sendSignaled : sendUnsignaled).post();
+    pendingSignaled += signaled ? 1 : 0;
+    await recvCq.next(); // a failed receive rejects with WorkCompletionError
+    const end = performance.now();
+    recv.post();
+    samples[measured] = (end - start) * 500;
+    measured += i >= plan.warmup ? 1 : 0;
+    progress?.tick(measured);
+    deadline = Math.min(deadline, end + (i >= plan.warmup ? runFor : Number.POSITIVE_INFINITY));
+    if (end > deadline) break;
+    if (pendingSignaled > 0) {
+      const done = pendingSignaled >= 3 ? spinFor(sendCq, 16, 'send') : sendCq.poll(16);
+      checkStatuses(sendCq, done, 'send');
+      pendingSignaled -= done;
+    }
+  }
+  finishSends(link, pendingSignaled);
+  return latencyStats(samples, measured, plan.size);
+}
+
 /** The server's side of the ping-pong: answer each ping at once; stop at the zero-byte message. */
 function latencyServer(link: Link, plan: Plan): LatencyResult {
   const { qp, recv, sendSignaled, sendUnsignaled } = link;
@@ -340,6 +386,39 @@ function latencyServer(link: Link, plan: Plan): LatencyResult {
     recv.post();
     // A round trip as the server sees it: from the previous ping to this one.
     // Same code in the warm-up and after it (see latencyClient); both tests run every time.
+    samples[measured] = (now - last) * 500;
+    measured += (i > plan.warmup ? 1 : 0) & (measured < capacity ? 1 : 0);
+    last = now;
+    if (pendingSignaled > 0) {
+      const done = pendingSignaled >= 3 ? spinFor(sendCq, 16, 'send') : sendCq.poll(16);
+      checkStatuses(sendCq, done, 'send');
+      pendingSignaled -= done;
+    }
+  }
+  finishSends(link, pendingSignaled);
+  if (measured === 0) throw new BenchError('the client sent no measured iterations');
+  return latencyStats(samples, measured, plan.size);
+}
+
+/** latencyServer on completion events: each ping is awaited with `cq.next()` (see latencyClientOnEvents). */
+async function latencyServerOnEvents(link: Link, plan: Plan): Promise<LatencyResult> {
+  const { qp, recv, sendSignaled, sendUnsignaled } = link;
+  const recvCq = qp.recvCq;
+  const sendCq = qp.sendCq;
+  recvCq.mode = 'events';
+  const capacity = plan.durationMs > 0 ? DURATION_CAPACITY : plan.iters;
+  const samples = new Float64Array(capacity + 1);
+  let measured = 0;
+  let pendingSignaled = 0;
+  let last = 0;
+  for (let i = 0; ; i++) {
+    const completion = await recvCq.next();
+    if (completion.byteLen === 0) break; // the client's stop message
+    const signaled = (i & (SIGNAL_EVERY - 1)) === SIGNAL_EVERY - 1;
+    (signaled ? sendSignaled : sendUnsignaled).post();
+    pendingSignaled += signaled ? 1 : 0;
+    const now = performance.now();
+    recv.post();
     samples[measured] = (now - last) * 500;
     measured += (i > plan.warmup ? 1 : 0) & (measured < capacity ? 1 : 0);
     last = now;
@@ -538,10 +617,10 @@ async function hangUp(link: Link, client: boolean): Promise<void> {
 
 // ---------------------------------------------------------------- output
 
-function humanLatency(r: LatencyResult, plan: Plan, role: string, inline: boolean): string {
+function humanLatency(r: LatencyResult, plan: Plan, role: string, inline: boolean, onEvents: boolean): string {
   const cols = ['min', 'p50', 'avg', 'p99', 'p99.9', 'max'];
   const vals = [r.min_us, r.p50_us, r.avg_us, r.p99_us, r.p999_us, r.max_us];
-  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}\n` +
+  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${onEvents ? ', on completion events' : ''}\n` +
     `  ${cols.map((c) => c.padStart(9)).join('')}   µs, half round trip\n` +
     `  ${vals.map((v) => v.toFixed(2).padStart(9)).join('')}\n`;
 }
@@ -570,6 +649,7 @@ export async function runBench(argv: string[]): Promise<number> {
     warmup: { type: 'string', short: 'w' },
     duration: { type: 'string', short: 'D' },
     port: { type: 'string', short: 'p' },
+    events: { type: 'boolean', short: 'e' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   }, true);
@@ -579,11 +659,14 @@ export async function runBench(argv: string[]): Promise<number> {
   if (modeArg !== 'lat' && modeArg !== 'bw') return fail(modeArg === undefined ? 'say lat or bw' : `unknown test '${modeArg}' (lat or bw)`);
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
   const mode: Mode = modeArg;
+  const onEvents = values.events === true;
+  if (onEvents && mode !== 'lat') return fail('--events is for lat');
   let size: number, iters: number, warmup: number, durationMs: number, port: number;
   try {
     size = positiveInteger(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
-    iters = positiveInteger(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' ? 10_000 : 1000);
-    warmup = positiveInteger(values.warmup, '--warmup', 100_000_000) ?? warmupFor(mode, size);
+    iters = positiveInteger(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' && !onEvents ? 10_000 : 1000);
+    // A wake-up costs far more than V8's optimizing does: fewer round trips suffice.
+    warmup = positiveInteger(values.warmup, '--warmup', 100_000_000) ?? (onEvents ? EVENTS_WARMUP : warmupFor(mode, size));
     durationMs = (positiveInteger(values.duration, '--duration', 3600) ?? 0) * 1000;
     port = positiveInteger(values.port, '--port', 65535) ?? DEFAULT_PORT;
   } catch (error) {
@@ -616,19 +699,21 @@ export async function runBench(argv: string[]): Promise<number> {
       link = await connectClient(channel, address, port, plan);
       // A -D run has no known iteration count: no progress line.
       const progress = showProgress && durationMs === 0 ? new Progress(true, `bench ${mode} ${size} B`, iters) : undefined;
-      result = mode === 'lat' ? latencyClient(link, plan, progress) : bandwidthClient(link, plan, progress);
+      result = mode === 'bw' ? bandwidthClient(link, plan, progress)
+        : onEvents ? await latencyClientOnEvents(link, plan, progress) : latencyClient(link, plan, progress);
       progress?.done();
       link.stop.post();
       finishSends(link, 1);
     } else {
       if (!json) process.stderr.write(`rdmacm bench ${mode}: waiting for a client on port ${port}\n`);
       ({ listener, link, plan } = await acceptClient(channel, port, mode));
-      result = plan.mode === 'lat' ? latencyServer(link, plan) : bandwidthServer(link, plan);
+      result = plan.mode === 'bw' ? bandwidthServer(link, plan)
+        : onEvents ? await latencyServerOnEvents(link, plan) : latencyServer(link, plan);
     }
     await hangUp(link, address !== undefined);
     const role = address !== undefined ? 'client' : 'server';
     if (json) process.stdout.write(JSON.stringify(result) + '\n');
-    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline));
+    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, onEvents));
     else process.stdout.write(humanBandwidth(result as BandwidthResult, plan, role, link.inline));
     return 0;
   } catch (error) {

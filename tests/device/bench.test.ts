@@ -66,6 +66,15 @@ test('bench lat -n 200 --json: server and client agree and report latency figure
   assert.ok((client.min_us as number) <= (client.p50_us as number) && (client.p50_us as number) <= (client.max_us as number));
 });
 
+test('bench lat --events: both sides wait on completion events and agree, with a 64 B message', { timeout: 300_000 }, async () => {
+  const { server, client } = await pair(['lat', '--events', '-n', '100', '-w', '20', '-s', '64']);
+  const keys = ['size', 'iters', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'p999_us', 'max_us'];
+  assertFigures(client, keys, 64);
+  assertFigures(server, keys, 64);
+  assert.equal(client.iters, 100);
+  assert.ok((client.min_us as number) <= (client.p50_us as number) && (client.p50_us as number) <= (client.max_us as number));
+});
+
 test('bench bw -n 500 -s 4096 --json: server and client agree and report bandwidth figures', { timeout: 300_000 }, async () => {
   const { server, client } = await pair(['bw', '-n', '500', '-s', '4096']);
   const keys = ['size', 'iters', 'mb_per_s', 'msg_rate_mpps'];

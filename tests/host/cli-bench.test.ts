@@ -17,7 +17,7 @@ test('rdmacm bench --help prints the usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['lat', '--help']]) {
     const result = rdmacm('bench', ...args);
     assert.equal(result.status, 0, `stderr: ${result.stderr} (a stale dist/? run npm run build)`);
-    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[--json\] \[SERVER_ADDR\]/);
+    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-e\] \[--json\] \[SERVER_ADDR\]/);
     assert.equal(result.stderr, '');
   }
 });
@@ -41,6 +41,7 @@ test('a bad option or argument exits 1 with one line and the usage', () => {
     [['lat', '-D', '-1'], /^rdmacm bench: /],
     [['lat', '10.0.0.1', 'extra'], /^rdmacm bench: unexpected argument 'extra'$/],
     [['lat', 'not-an-address'], /^rdmacm bench: SERVER_ADDR must be an IP address/],
+    [['bw', '--events'], /^rdmacm bench: --events is for lat$/],
   ];
   for (const [args, first] of cases) {
     const result = rdmacm('bench', ...args);
