@@ -8,16 +8,22 @@
 #   bash bench/guest.sh RAW_DIR
 #
 # Needs RDMACM_TEST_ADDR (set by scripts/rxe-vm.sh): the device's IPv4 address.
-# Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_BW64_ITERS (5000),
+# Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_LAT_EVENTS_ITERS
+# (1000, the ping-pong on completion events), BENCH_BW64_ITERS (5000),
 # BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
 # and raw-layer triples for connection setup; default BENCH_REPS).
 set -uo pipefail
+# Everything in one block that bash reads whole before running it: an edit to
+# this file during a run (the guest reads the project folder live) cannot
+# change what the run does.
+{
 cd "$(dirname "$0")/.."
 RAW=${1:?usage: guest.sh RAW_DIR}
 mkdir -p "$RAW"
 ADDR=${RDMACM_TEST_ADDR:?RDMACM_TEST_ADDR must name the device\'s IPv4 address}
 REPS=${BENCH_REPS:-3}
 LAT_N=${BENCH_LAT_ITERS:-5000}
+LAT_EV_N=${BENCH_LAT_EVENTS_ITERS:-1000}
 BW64_N=${BENCH_BW64_ITERS:-5000}
 BW64K_N=${BENCH_BW64K_ITERS:-1000}
 CONNS=${BENCH_CONNS:-100}
@@ -60,6 +66,9 @@ for r in $(seq 1 "$REPS"); do
     port=$((port + 1)); pair "$RAW/ts-lat-$size-r$r.json" $(ts lat -s $size -n $LAT_N -p $port --json) -- $(ts lat -s $size -n $LAT_N -p $port --json "$ADDR")
     port=$((port + 1)); pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -s $size -n $LAT_N -p $port -- ib_send_lat -R -s $size -n $LAT_N -p $port "$ADDR"
   done
+  say "lat 2 B on completion events, run $r: rdmacm bench --events, then ib_send_lat -e"
+  port=$((port + 1)); pair "$RAW/ts-latev-2-r$r.json" $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+  port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   for size in 64 65536; do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"
@@ -82,3 +91,5 @@ say "JS heap across 1e5 post/poll cycles"
 port=$((port + 1))
 timeout 600 node --expose-gc "$APP/dist/bench/heap.js" "$ADDR" $port 100000 > "$RAW/heap.json" 2> "$RAW/heap.json.err" || say "FAILED: heap check (see $RAW/heap.json.err)"
 say "done"
+exit
+}

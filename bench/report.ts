@@ -92,6 +92,15 @@ for (const size of [2, 4096]) {
   row(`lat min ${size} B`, 'µs', pick(t, 'min_us'), pick(c, 't_min[usec]'), '—', null, runs);
   row(`lat p99.9 ${size} B`, 'µs', pick(t, 'p999_us'), pick(c, '99.9% percentile[usec]'), '—', null, runs);
 }
+// The API's default way to wait, `await cq.next()` on completion events, against ib_send_lat -e: no target, for the record.
+{
+  const t = collect(/^ts-latev-2-r\d+\.json$/, json);
+  const c = collect(/^c-latev-2-r\d+\.txt$/, perftest);
+  raw_.lat_events_2 = { ts: t, c };
+  const runs = `${t.length} TS, ${c.length} C`;
+  row('events: lat p50 2 B (C: ib_send_lat -e t_typical)', 'µs', pick(t, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, runs);
+  row('events: lat p99 2 B', 'µs', pick(t, 'p99_us'), pick(c, '99% percentile[usec]'), '—', null, runs);
+}
 for (const size of [64, 65536]) {
   const t = tsBw(size);
   const c = cBw(size);
