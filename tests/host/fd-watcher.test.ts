@@ -8,9 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { FdWatcher } from '../../src/api/fd-watcher.js';
 import { Fifo } from '../support/fifo.js';
 
-/** `promise`, or 'pending' if it has not settled within `ms`. */
+/** `promise`, or 'pending' if it has not settled within `ms` (the timer does not hold the process). */
 const within = <T>(promise: Promise<T>, ms: number) =>
-  Promise.race([promise, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms))]);
+  Promise.race([promise, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms).unref())]);
 
 test('a reader that drains and asks again is woken for every write, and every waiter of a wake-up is', async () => {
   const fifo = new Fifo();
