@@ -140,7 +140,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       const watcher = this.#watcher();
       if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use poll()');
       blockUntilReadable(watcher.fd, -1);
-      this.#drainChannel();
+      this.#takeChannelEvent();
     }
   }
 
@@ -190,7 +190,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         const watcher = this.#watcher();
         if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
         await watcher.readable();
-        this.#drainChannel();
+        this.#takeChannelEvent();
       }
     } catch (error) {
       for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
@@ -230,11 +230,15 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (ret !== 0) throw new RdmaError('ibv_req_notify_cq', ret);
   }
 
-  /** Reads every pending channel event (the fd is non-blocking) and acks them in batches. */
-  #drainChannel(): void {
-    while (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) === 0) {
-      this.#unackedEvents++;
-    }
+  /**
+   * Takes the channel's pending event, if any (the fd is non-blocking), and
+   * acks events in batches. The channel is this CQ's alone and each arming
+   * yields at most one event, and the fd stays readable while one is left:
+   * one read per wake-up is enough, where reading on to EAGAIN cost a second
+   * system call on every wake-up.
+   */
+  #takeChannelEvent(): void {
+    if (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) === 0) this.#unackedEvents++;
     if (this.#unackedEvents >= ACK_BATCH) this.#ackEvents();
   }
 
