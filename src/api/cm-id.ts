@@ -346,8 +346,7 @@ export class CmId extends Resource implements EventTarget {
   createQp(attr: CreateQpAttr = {}, pd?: ProtectionDomain): QueuePair {
     const operation = 'rdma_create_qp';
     this.ensureOpen(operation);
-    // A queue pair closed on its own (or by its shared CQ) is gone: the id may have a new one.
-    if (this.#queuePair && !this.#queuePair.closed) throw argumentError(operation, 'id', 'this id already has a queue pair');
+    if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'this id already has a queue pair');
     const a = parseArgument(operation, 'attr', createQpSchema, attr);
     if (pd !== undefined) {
       if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
@@ -365,6 +364,11 @@ export class CmId extends Resource implements EventTarget {
     return this.#adoptQueuePair(pd, grantedCaps(init), a.sendCq, a.recvCq);
   }
 
+  /** A queue pair closed on its own (or by its shared CQ) is gone: the id may have a new one. */
+  #hasOpenQueuePair(): boolean {
+    return this.#queuePair !== undefined && !this.#queuePair.closed;
+  }
+
   /** id->verbs, or an argument error: with no device yet, librdmacm would dereference NULL. */
   #deviceHandle(operation: string): Pointer {
     const verbs = readPointer(this.handle, ID.verbs);
@@ -380,7 +384,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_create_srq';
     this.ensureOpen(operation);
     if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
-    if (this.#queuePair && !this.#queuePair.closed) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
+    if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
     if (pd !== undefined && (!(pd instanceof ProtectionDomain) || pd.closed)) throw argumentError(operation, 'pd', 'expected an open ProtectionDomain');
     this.#deviceHandle(operation);
