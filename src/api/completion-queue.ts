@@ -3,8 +3,8 @@
 // shared by several QPs. Three ways to take completions:
 // - poll(): non-blocking, batched, nothing allocated (read them with the *At accessors);
 // - waitOne(): blocks the thread, as rdma_get_send_comp/rdma_get_recv_comp do;
-// - next(): a Promise, on the event loop (req_notify_cq + fd poll + get_cq_event,
-//   acks batched), or busy-polling when the queue was made with mode 'busy-poll'.
+// - next(): a Promise, on the event loop (req_notify_cq, then get_cq_event when
+//   libuv sees the channel readable; acks batched), or busy-polling in mode 'busy-poll'.
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkPointer, checkVerbs } from '../ffi/errors.js';
@@ -54,7 +54,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #eventContextSlot: Buffer | undefined;
   #unackedEvents = 0;
   #waiters: Waiter[] = [];
-  #pumping = false;
+  #spinning = false;
+  /** Notification requested and its event not yet taken: the next completion raises one. */
+  #armed = false;
+  /** Whether the channel's watcher calls back (set up by the first wait in events mode). */
+  #listening = false;
   /** For a queue made here: its channel (0n without one), destroyed after it. Undefined when borrowed. */
   readonly #ownChannel: Pointer | undefined;
 
@@ -149,7 +153,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.ensureOpen('next');
     return new Promise<WorkCompletion>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
-      if (!this.#pumping) void this.#pump();
+      if (this.mode === 'busy-poll') {
+        if (!this.#spinning) void this.#spin();
+      } else if (this.#waiters.length === 1) {
+        this.#serve();
+      }
     });
   }
 
@@ -169,33 +177,58 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     }
   }
 
-  /** Delivers completions to waiters in order until none wait. */
-  async #pump(): Promise<void> {
-    this.#pumping = true;
+  /**
+   * Events mode: delivers what the queue holds to its waiters; while some still
+   * wait, arms the CQ and lets the channel's watch call back. Synchronous, so a
+   * wake-up costs no promise of its own.
+   */
+  #serve(): void {
+    try {
+      while (this.#waiters.length > 0) {
+        const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
+        for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
+        if (count > 0) continue;
+        // Armed: the next completion raises an event. One that landed before the
+        // arming raises none, hence one more poll after arming.
+        if (this.#armed) break;
+        this.#armNotify();
+      }
+      if (this.#waiters.length > 0) this.#listener().setInterest(true);
+      else this.#channelWatcher?.setInterest(false);
+    } catch (error) {
+      this.#channelWatcher?.setInterest(false);
+      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+    }
+  }
+
+  /** The channel's watcher, calling back to take the event and serve whoever waits. */
+  #listener(): FdWatcher {
+    if (this.#listening) return this.#channelWatcher!;
+    const watcher = this.#watcher();
+    if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
+    watcher.listen(() => {
+      this.#takeChannelEvent();
+      if (this.#waiters.length > 0 && !this.closed) this.#serve();
+    });
+    this.#listening = true;
+    return watcher;
+  }
+
+  /** Busy-poll mode: spins on poll(), yielding to the loop now and then, until none wait (or the mode changes). */
+  async #spin(): Promise<void> {
+    this.#spinning = true;
     try {
       let spins = 0;
       while (this.#waiters.length > 0 && !this.closed) {
-        const count = this.poll(Math.min(this.#waiters.length, BATCH));
+        if (this.mode !== 'busy-poll') return this.#serve();
+        const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
         for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
-        if (count > 0 || this.#waiters.length === 0) continue;
-        if (this.mode === 'busy-poll') {
-          if (++spins % BUSY_SPINS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-          continue;
-        }
-        this.#armNotify();
-        if (this.poll(1) === 1) {
-          this.#deliver(this.completionAt(0));
-          continue;
-        }
-        const watcher = this.#watcher();
-        if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
-        await watcher.readable();
-        this.#takeChannelEvent();
+        if (count === 0 && ++spins % BUSY_SPINS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } catch (error) {
       for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
     } finally {
-      this.#pumping = false;
+      this.#spinning = false;
     }
   }
 
@@ -228,6 +261,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #armNotify(): void {
     const ret = this.#ops.reqNotifyCq(this.handle, 0);
     if (ret !== 0) throw new RdmaError('ibv_req_notify_cq', ret);
+    this.#armed = true;
   }
 
   /**
@@ -238,8 +272,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * system call on every wake-up.
    */
   #takeChannelEvent(): void {
-    if (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) === 0) this.#unackedEvents++;
-    if (this.#unackedEvents >= ACK_BATCH) this.#ackEvents();
+    if (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) !== 0) return;
+    this.#armed = false;
+    if (++this.#unackedEvents >= ACK_BATCH) this.#ackEvents();
   }
 
   #ackEvents(): void {

@@ -59,6 +59,17 @@ const OFFSET = {
 };
 const WITH_IMM = WcFlag.values.WITH_IMM;
 const statusTexts = new Map<number, string>();
+/** One frozen list per wc_flags mask seen: decoding a completion builds no array. */
+const flagLists = new Map<number, readonly WcFlagName[]>();
+
+function flagListOf(mask: number): readonly WcFlagName[] {
+  let list = flagLists.get(mask);
+  if (list === undefined) {
+    list = Object.freeze(flagNames(WcFlag, mask));
+    flagLists.set(mask, list);
+  }
+  return list;
+}
 
 /** Reads a wr_id written as two 32-bit halves (no BigInt on the data path). */
 export function readWrId(view: DataView, base: number): number {
@@ -92,7 +103,7 @@ export function decodeWorkCompletion(view: DataView, base: number, context: unkn
     immData: flags & WITH_IMM ? view.getUint32(base + OFFSET.immData, false) : undefined,
     qpNum: view.getUint32(base + OFFSET.qpNum, true),
     srcQp: view.getUint32(base + OFFSET.srcQp, true),
-    flags: flagNames(WcFlag, flags),
+    flags: flagListOf(flags),
     vendorErr: view.getUint32(base + OFFSET.vendorErr, true),
     pkeyIndex: view.getUint16(base + OFFSET.pkeyIndex, true),
     slid: view.getUint16(base + OFFSET.slid, true),
