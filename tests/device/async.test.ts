@@ -1,6 +1,6 @@
-// The asynchronous API on the event loop: ping-pong, a server with hundreds of
-// connections on one thread, timeouts, aborts, peer disconnects and events of
-// many ids interleaved on one channel.
+// The asynchronous API on the event loop: ping-pong, completion waits in either
+// mode, a server with hundreds of connections on one thread, timeouts, aborts,
+// peer disconnects and events of many ids interleaved on one channel.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -85,6 +85,51 @@ test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }
   }
   assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6, 7]);
   assert.equal((await client.queuePair.nextSendCompletion()).status, 'SUCCESS', 'only the last send was signaled');
+  await pair.hangUp();
+});
+
+test('events mode: waiters queued at once are served in order, and a wait survives a change of mode either way', { timeout: 60_000 }, async () => {
+  let inbox!: MemoryRegion;
+  const pair = await connectPair({
+    qp: { sendWr: 16, recvWr: 16, inlineData: MESSAGE },
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(MESSAGE * 11));
+      for (let i = 0; i < 11; i++) id.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE, context: i });
+    },
+  });
+  const { client, server } = pair;
+  const cq = server.queuePair.recvCq;
+  const payload = Buffer.alloc(MESSAGE);
+  const send = (from: number, count: number, signalLast = false) => {
+    for (let i = from; i < from + count; i++) {
+      payload.writeUInt32LE(i * 3, 0);
+      client.postSend(payload, { inline: true, signaled: signalLast && i === from + count - 1 });
+    }
+  };
+  const received = async (waits: Promise<{ context: unknown }>[]) => {
+    const contexts = (await Promise.all(waits)).map((completion) => completion.context as number);
+    for (const i of contexts) assert.equal(inbox.buffer.readUInt32LE(i * MESSAGE), i * 3, `message ${i}`);
+    return contexts;
+  };
+
+  assert.equal(cq.mode, 'events');
+  const queued = Array.from({ length: 8 }, () => cq.next());
+  send(0, 8);
+  assert.deepEqual(await received(queued), [0, 1, 2, 3, 4, 5, 6, 7], 'eight waiters, served in order');
+
+  const sleeping = cq.next();
+  cq.mode = 'busy-poll';
+  const spinning = cq.next();
+  send(8, 2);
+  assert.deepEqual(await received([sleeping, spinning]), [8, 9], 'events → busy-poll mid-wait');
+
+  const spunThenSleeping = cq.next();
+  cq.mode = 'events';
+  await new Promise((resolve) => setTimeout(resolve, 20)); // the spin hands over; the wait now sleeps on the channel
+  send(10, 1, true);
+  assert.deepEqual(await received([spunThenSleeping]), [10], 'busy-poll → events mid-wait');
+  assert.equal((await client.queuePair.nextSendCompletion()).status, 'SUCCESS');
   await pair.hangUp();
 });
 
