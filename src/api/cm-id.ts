@@ -243,15 +243,20 @@ export class CmId extends Resource implements EventTarget {
     return this.portSpace === 'UDP' || this.portSpace === 'IPOIB';
   }
 
-  /** The queue pair, once created (createQp, createEndpoint, or a request's). */
+  /** The queue pair, once created (createQp, createEndpoint, or a request's); undefined again once it is closed. */
   get qp(): QueuePair | undefined {
-    return this.#queuePair;
+    return this.#hasOpenQueuePair() ? this.#queuePair : undefined;
   }
 
   /** The queue pair, or an error that says how to get one. */
   get queuePair(): QueuePair {
-    this.ensureOpen('queuePair');
-    if (!this.#queuePair) throw argumentError('queuePair', 'id', 'this id has no queue pair: call createQp() first');
+    return this.#queuePairFor('queuePair');
+  }
+
+  #queuePairFor(operation: string): QueuePair {
+    this.ensureOpen(operation);
+    if (!this.#queuePair) throw argumentError(operation, 'id', 'this id has no queue pair: call createQp() first');
+    if (this.#queuePair.closed) throw new ResourceClosedError('queue pair', operation, 'call createQp() for a new one');
     return this.#queuePair;
   }
 
@@ -638,19 +643,19 @@ export class CmId extends Resource implements EventTarget {
   }
   /** rdma_post_recv. */
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
-    return this.queuePair.postRecv(region, options);
+    return this.#queuePairFor('postRecv').postRecv(region, options);
   }
   /** rdma_post_send. */
   postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
-    return this.queuePair.postSend(source, options);
+    return this.#queuePairFor('postSend').postSend(source, options);
   }
   /** rdma_get_send_comp. */
   getSendComp(): WorkCompletion {
-    return this.queuePair.getSendComp();
+    return this.#queuePairFor('getSendComp').getSendComp();
   }
   /** rdma_get_recv_comp. */
   getRecvComp(): WorkCompletion {
-    return this.queuePair.getRecvComp();
+    return this.#queuePairFor('getRecvComp').getRecvComp();
   }
 
   #transport(): 'RC' | 'UD' {

@@ -40,7 +40,9 @@ export class ResourceClosedError extends Error {
   constructor(
     readonly resource: string,
     operation: string,
+    /** What to do instead, when there is something. */
+    hint?: string,
   ) {
-    super(`${operation}: the ${resource} is closed`);
+    super(`${operation}: the ${resource} is closed${hint ? `; ${hint}` : ''}`);
   }
 }

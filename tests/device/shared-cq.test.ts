@@ -109,6 +109,9 @@ test('closing a shared CQ closes its queue pairs first; a closed or foreign CQ n
     assert.throws(() => id.createSrq(), (error: unknown) => error instanceof RdmaArgumentError && /before the queue pair/.test(error.message));
     sends.close();
     assert.ok(first.closed);
+    assert.equal(id.qp, undefined, 'a closed queue pair is the id\'s no more');
+    assert.throws(() => id.queuePair, (error: unknown) => error instanceof ResourceClosedError && /call createQp\(\) for a new one/.test(error.message));
+    assert.throws(() => id.postSend(Buffer.from('x'), { inline: true }), (error: unknown) => error instanceof ResourceClosedError && /^postSend: the queue pair is closed/.test(error.message));
     const srq = id.createSrq({ maxWr: 4 });
     const second = id.createQp();
     assert.notEqual(second, first);
