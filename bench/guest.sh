@@ -35,8 +35,9 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 
 # pair OUT SERVER_CMD... -- CLIENT_CMD...: runs the server in the background,
 # waits for it to listen, then the client; the client's stdout goes to OUT. A
-# client that fails while its server still runs gets one more try, reported
-# (a perftest server under load may not listen yet after the delay).
+# client that fails gets one more try, reported, against a fresh server (a
+# perftest server under load may not listen yet after the delay, and one whose
+# client died mid-run waits for it forever).
 # A server that has not ended SERVER_LINGER seconds (default 60) after its client is stopped (cmtime's never ends).
 pair() {
   local out=$1; shift
@@ -48,7 +49,12 @@ pair() {
   local spid=$!
   sleep "${BENCH_SERVER_DELAY:-1.5}"
   if ! timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then
-    if kill -0 $spid 2>/dev/null && sleep 3 && timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then
+    kill $spid 2>/dev/null
+    wait $spid 2>/dev/null
+    mv "$out.err" "$out.err.first-try"
+    "${server[@]}" > "$out.server" 2>&1 &
+    spid=$!
+    if sleep 3 && timeout 600 "${client[@]}" > "$out" 2> "$out.err"; then
       say "retried: ${client[*]}"
     else
       say "FAILED: ${client[*]} (see $out.err)"
