@@ -58,11 +58,13 @@ const OFFSET = {
   dlidPathBits: koffi.offsetof(ibv_wc, 'dlid_path_bits'),
 };
 const WITH_IMM = WcFlag.values.WITH_IMM;
+const KNOWN_FLAGS = Object.values(WcFlag.values).reduce((mask, bit) => mask | bit, 0);
 const statusTexts = new Map<number, string>();
-/** One frozen list per wc_flags mask seen: decoding a completion builds no array. */
+/** One frozen list per combination of known wc_flags: decoding a completion builds no array. */
 const flagLists = new Map<number, readonly WcFlagName[]>();
 
-function flagListOf(mask: number): readonly WcFlagName[] {
+function flagListOf(flags: number): readonly WcFlagName[] {
+  const mask = flags & KNOWN_FLAGS;
   let list = flagLists.get(mask);
   if (list === undefined) {
     list = Object.freeze(flagNames(WcFlag, mask));
