@@ -125,12 +125,12 @@ function decodePlan(data: Buffer | undefined): Plan | undefined {
 
 /**
  * Default warm-up iterations, never measured. V8 optimizes a loop only after
- * thousands of iterations (and under emulation its compiler takes seconds), so
- * lat warms up for 20000 round trips; bw for 5000 messages, or 64 MiB when
- * messages are large.
+ * thousands of iterations, and under emulation its compiler threads take
+ * seconds, stealing a CPU from the busy loops while they run: lat warms up for
+ * 20000 round trips, bw for 20000 messages or 64 MiB, whichever is less.
  */
 function warmupFor(mode: Mode, size: number): number {
-  return mode === 'lat' ? 20_000 : Math.max(2 * WINDOW, Math.min(5_000, Math.floor(WARMUP_BYTES / size)));
+  return mode === 'lat' ? 20_000 : Math.max(2 * WINDOW, Math.min(20_000, Math.floor(WARMUP_BYTES / size)));
 }
 
 /** A percentage line on stderr while a loop runs (TTY only). */
