@@ -32,7 +32,7 @@ Options:
   -n, --iters ITERS      measured iterations (default 10000 for lat, 1000 for bw),
                          after warm-up iterations that are not measured
   -w, --warmup ITERS     warm-up iterations before measuring, to let V8 optimize the
-                         loop (default 20000 for lat; for bw 5000 messages, or
+                         loop (default 20000 for lat; for bw 20000 messages, or
                          64 MiB when that is fewer, and at least 256)
   -D, --duration SECONDS measure for this long instead of ITERS iterations
   -p, --port PORT        the rdma_cm port (default 7480)
