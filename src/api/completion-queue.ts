@@ -57,8 +57,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #spinning = false;
   /** Notification requested and its event not yet taken: the next completion raises one. */
   #armed = false;
-  /** Whether the channel's watcher calls back (set up by the first wait in events mode). */
-  #listening = false;
   /** For a queue made here: its channel (0n without one), destroyed after it. Undefined when borrowed. */
   readonly #ownChannel: Pointer | undefined;
 
@@ -193,7 +191,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         if (this.#armed) break;
         this.#armNotify();
       }
-      if (this.#waiters.length > 0) this.#listener().setInterest(true);
+      if (this.#waiters.length > 0) this.#eventWatcher().setInterest(true);
       else this.#channelWatcher?.setInterest(false);
     } catch (error) {
       this.#channelWatcher?.setInterest(false);
@@ -201,17 +199,17 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     }
   }
 
-  /** The channel's watcher, calling back to take the event and serve whoever waits. */
-  #listener(): FdWatcher {
-    if (this.#listening) return this.#channelWatcher!;
+  /** The channel's watcher, or an error: a CQ without a channel raises no events to wait for. */
+  #eventWatcher(): FdWatcher {
     const watcher = this.#watcher();
     if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
-    watcher.listen(() => {
-      this.#takeChannelEvent();
-      if (this.#waiters.length > 0 && !this.closed) this.#serve();
-    });
-    this.#listening = true;
     return watcher;
+  }
+
+  /** The channel is readable (events mode): take its event, then serve whoever waits. */
+  #channelReadable(): void {
+    this.#takeChannelEvent();
+    if (this.#waiters.length > 0 && !this.closed) this.#serve();
   }
 
   /** Busy-poll mode: spins on poll(), yielding to the loop now and then, until none wait (or the mode changes). */
@@ -254,7 +252,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const slots = Buffer.alloc(16);
     this.#eventCqSlot = slots.subarray(0, 8);
     this.#eventContextSlot = slots.subarray(8);
-    this.#channelWatcher = new FdWatcher(fd);
+    this.#channelWatcher = new FdWatcher(fd, () => this.#channelReadable());
     return this.#channelWatcher;
   }
 

@@ -41,7 +41,6 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   /** Whether an event's id carries UD parameters (bound once: called for every event). */
   readonly #isUdPortSpace = (idHandle: Pointer): boolean => this.#targets.get(idHandle)?.udPortSpace ?? false;
   #demand = 0;
-  #pumping = false;
   /** Deadlines of the operations waiting here, all served by one timer set for the nearest. */
   readonly #deadlines = new Set<Deadline>();
   #deadlineTimer: NodeJS.Timeout | undefined;
@@ -57,7 +56,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     super('event channel', handle, undefined);
     this.fd = koffi.decode(handle, koffi.offsetof(rdma_event_channel, 'fd'), 'int') as number;
     setNonBlocking(this.fd);
-    this.#watcher = new FdWatcher(this.fd);
+    this.#watcher = new FdWatcher(this.fd, () => this.#drain());
   }
 
   /** @internal Routes events of `idHandle` to `target`. */
@@ -72,8 +71,10 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   }
 
   /**
-   * @internal An operation starts waiting for an event: read the fd until it is
-   * served, and expire it at its deadline, if it has one.
+   * @internal An operation starts waiting for an event: read the fd whenever it
+   * is readable until the operation is served, and expire it at its deadline,
+   * if it has one. Nothing is read now: the operation was issued just now, and
+   * its event is rarely there yet (a read would only find EAGAIN).
    */
   expect(deadline?: Deadline): void {
     this.ensureOpen('wait for an event');
@@ -82,7 +83,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
       this.#deadlines.add(deadline);
       if (deadline.deadline < this.#deadlineTimerDue) this.#armDeadlineTimer(deadline.deadline);
     }
-    if (!this.#pumping) void this.#pump();
+    this.#watcher.setInterest(true);
   }
 
   /** @internal An operation stopped waiting (served, timed out or aborted). */
@@ -90,7 +91,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     if (deadline) this.#deadlines.delete(deadline);
     // With nobody waiting, stop watching the fd and the clock, so an idle channel does not keep the process alive.
     if (--this.#demand === 0) {
-      this.#watcher.idle();
+      this.#watcher.setInterest(false);
       this.#disarmDeadlineTimer();
     }
   }
@@ -135,16 +136,16 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     return event;
   }
 
-  async #pump(): Promise<void> {
-    this.#pumping = true;
+  /**
+   * The fd is readable: reads and hands out events until none is pending or
+   * nobody waits. Synchronous, in libuv's callback: a wake-up costs no promise.
+   */
+  #drain(): void {
     try {
-      // Wait first: the operation that started the pump was issued just now, and
-      // its event is rarely there yet (a read would only find EAGAIN).
-      await this.#watcher.readable();
       while (this.#demand > 0 && !this.closed) {
         const event = this.#readOne();
-        if (event) this.#dispatch(event);
-        else await this.#watcher.readable();
+        if (!event) return;
+        this.#dispatch(event);
       }
     } catch (error) {
       // A failing read leaves nobody waiting forever: every pending operation gets the error.
@@ -153,8 +154,6 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
         this.settle();
         waiter({ value: undefined, done: true });
       }
-    } finally {
-      this.#pumping = false;
     }
   }
 
