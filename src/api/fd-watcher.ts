@@ -24,6 +24,24 @@ export function blockUntilReadable(fd: number, timeoutMs: number): boolean {
   }
 }
 
+/** This thread's watchers whose libuv handle is started. */
+const started = new Set<FdWatcher>();
+let exitHookInstalled = false;
+
+/**
+ * koffi (3.3.4) aborts the whole process when a poll callback comes while a
+ * worker thread is being torn down, which process.exit() in a worker does with
+ * its event loop still running. So every watch of the thread stops on 'exit'.
+ * (worker.terminate() runs no JavaScript first: see the README.)
+ */
+function stopWatchesOnExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const watcher of started) watcher.close();
+  });
+}
+
 export class FdWatcher {
   /** Watchers created and not yet closed (a leak check for tests). */
   static open = 0;
@@ -55,6 +73,8 @@ export class FdWatcher {
       this.#stopDue = false;
       if (this.#watching || this.#closed) return;
       this.#watching = true;
+      started.add(this);
+      stopWatchesOnExit();
       if (this.#handle) this.#handle.start({ readable: true }, this.onReadable);
       else this.#handle = koffi.node.poll(this.fd, { readable: true }, this.onReadable);
     } else if (this.#watching && !this.#stopDue) {
@@ -67,6 +87,7 @@ export class FdWatcher {
     if (!this.#stopDue) return;
     this.#stopDue = false;
     this.#watching = false;
+    started.delete(this);
     this.#handle?.stop();
   };
 
@@ -78,5 +99,6 @@ export class FdWatcher {
     this.#handle?.close();
     this.#handle = undefined;
     this.#watching = false;
+    started.delete(this);
   }
 }

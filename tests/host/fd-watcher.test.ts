@@ -1,6 +1,6 @@
 // FdWatcher on a FIFO (no device needed): it calls back on every write while
-// interest holds, never after close(), and a watcher nobody is interested in
-// lets the process end.
+// interest holds, never after close(); a watcher nobody is interested in lets
+// the process end, and a worker thread may exit with a watch running.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -63,4 +63,12 @@ test('a watcher nobody is interested in does not keep the process alive', { time
   assert.equal(result.signal, null, `the process did not end by itself: ${result.stderr}`);
   assert.equal(result.status, 0, result.stderr);
   assert.equal(result.stdout.trim(), 'idle');
+});
+
+test('process.exit() in a worker thread whose watch is running does not abort the process', { timeout: 120_000 }, () => {
+  const child = fileURLToPath(new URL('../support/exit-in-worker.mjs', import.meta.url));
+  const result = spawnSync(process.execPath, [child], { encoding: 'utf8', timeout: 90_000 });
+  assert.equal(result.signal, null, `the process was killed: ${result.stderr}`);
+  assert.equal(result.status, 0, result.stderr);
+  assert.equal(result.stdout.trim(), 'survived 20');
 });
