@@ -72,11 +72,11 @@ export class FdWatcher {
     if (interested) {
       this.#stopDue = false;
       if (this.#watching || this.#closed) return;
+      if (this.#handle) this.#handle.start({ readable: true }, this.onReadable);
+      else this.#handle = koffi.node.poll(this.fd, { readable: true }, this.onReadable);
       this.#watching = true;
       started.add(this);
       stopWatchesOnExit();
-      if (this.#handle) this.#handle.start({ readable: true }, this.onReadable);
-      else this.#handle = koffi.node.poll(this.fd, { readable: true }, this.onReadable);
     } else if (this.#watching && !this.#stopDue) {
       this.#stopDue = true;
       setImmediate(this.#stopIfDue);
