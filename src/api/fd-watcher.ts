@@ -24,7 +24,7 @@ export function blockUntilReadable(fd: number, timeoutMs: number): boolean {
   }
 }
 
-/** This thread's watchers whose libuv handle is started. */
+/** This thread's watchers whose libuv handle is started (they run onReadable). */
 const started = new Set<FdWatcher>();
 let exitHookInstalled = false;
 
@@ -47,8 +47,6 @@ export class FdWatcher {
   static open = 0;
   #handle: koffiNode.PollHandle | undefined;
   #closed = false;
-  /** Whether libuv watches the fd (and runs onReadable). */
-  #watching = false;
   /** Interest was lost this turn: stop watching at its end unless it returns. */
   #stopDue = false;
 
@@ -71,13 +69,12 @@ export class FdWatcher {
   setInterest(interested: boolean): void {
     if (interested) {
       this.#stopDue = false;
-      if (this.#watching || this.#closed) return;
+      if (this.#closed || started.has(this)) return;
       if (this.#handle) this.#handle.start({ readable: true }, this.onReadable);
       else this.#handle = koffi.node.poll(this.fd, { readable: true }, this.onReadable);
-      this.#watching = true;
       started.add(this);
       stopWatchesOnExit();
-    } else if (this.#watching && !this.#stopDue) {
+    } else if (!this.#stopDue && started.has(this)) {
       this.#stopDue = true;
       setImmediate(this.#stopIfDue);
     }
@@ -86,7 +83,6 @@ export class FdWatcher {
   readonly #stopIfDue = (): void => {
     if (!this.#stopDue) return;
     this.#stopDue = false;
-    this.#watching = false;
     started.delete(this);
     this.#handle?.stop();
   };
@@ -98,7 +94,6 @@ export class FdWatcher {
     FdWatcher.open--;
     this.#handle?.close();
     this.#handle = undefined;
-    this.#watching = false;
     started.delete(this);
   }
 }

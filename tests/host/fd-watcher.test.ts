@@ -57,18 +57,19 @@ test('the callback runs for every write while interest holds, and not once inter
   }
 });
 
-test('a watcher nobody is interested in does not keep the process alive', { timeout: 60_000 }, () => {
-  const child = fileURLToPath(new URL('../support/idle-watcher.ts', import.meta.url));
-  const result = spawnSync(process.execPath, ['--import', 'tsx', child], { encoding: 'utf8', timeout: 30_000 });
-  assert.equal(result.signal, null, `the process did not end by itself: ${result.stderr}`);
+/** Runs a script of tests/support in its own process, which must end by itself (status 0) and print `expected`. */
+function runAlone(nodeArgs: string[], script: string, expected: string, timeoutMs: number): void {
+  const path = fileURLToPath(new URL(`../support/${script}`, import.meta.url));
+  const result = spawnSync(process.execPath, [...nodeArgs, path], { encoding: 'utf8', timeout: timeoutMs });
+  assert.equal(result.signal, null, `the process did not end by itself, or was killed: ${result.stderr}`);
   assert.equal(result.status, 0, result.stderr);
-  assert.equal(result.stdout.trim(), 'idle');
+  assert.equal(result.stdout.trim(), expected);
+}
+
+test('a watcher nobody is interested in does not keep the process alive', { timeout: 60_000 }, () => {
+  runAlone(['--import', 'tsx'], 'idle-watcher.ts', 'idle', 30_000);
 });
 
 test('process.exit() in a worker thread whose watch is running does not abort the process', { timeout: 120_000 }, () => {
-  const child = fileURLToPath(new URL('../support/exit-in-worker.mjs', import.meta.url));
-  const result = spawnSync(process.execPath, [child], { encoding: 'utf8', timeout: 90_000 });
-  assert.equal(result.signal, null, `the process was killed: ${result.stderr}`);
-  assert.equal(result.status, 0, result.stderr);
-  assert.equal(result.stdout.trim(), 'survived 20');
+  runAlone([], 'exit-in-worker.mjs', 'survived 20', 90_000);
 });
