@@ -59,11 +59,16 @@ const caps = { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 
 const queuePair = new QueuePair(internal, owner, qp.address, () => owner as unknown as ProtectionDomain, caps, () => {});
 const send = queuePair.prepareSend(Buffer.alloc(64), { inline: true, signaled: false });
 const completionQueue: CompletionQueue = queuePair.sendCq;
-const direct = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_fn(void *qp, void *wr, void *bad_wr)')) as
+// The prototypes the binding's hot path uses (addresses as Numbers), and the
+// `void *` one with BigInts, which it used before, for comparison.
+const direct = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_fn(uintptr_t qp, uintptr_t wr, uintptr_t bad_wr)')) as
+  (a: number, b: number, c: number) => number;
+const directPoll = koffi.decode(standIn, koffi.proto('int rdmacm_bench_poll_fn(uintptr_t cq, int n, uintptr_t wc)')) as
+  (a: number, n: number, c: number) => number;
+const directVoidPointers = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_ptr_fn(void *qp, void *wr, void *bad_wr)')) as
   (a: bigint, b: bigint, c: bigint) => number;
-const directPoll = koffi.decode(standIn, koffi.proto('int rdmacm_bench_poll_fn(void *cq, int n, void *wc)')) as
-  (a: bigint, n: number, c: bigint) => number;
-const wcArea = nativeBlock(48 * 16).address;
+const wcArea = Number(nativeBlock(48 * 16).address);
+const [qpAt, contextAt, cqAt] = [qp.address, context.address, cq.address].map(Number) as [number, number, number];
 
 /** ns per call of `body`, the median of 7 rounds of `n` calls after a warm-up. */
 function measure(n: number, body: (n: number) => number): number {
@@ -90,11 +95,15 @@ const figures = {
     return n;
   }),
   koffi_call_post_proto_ns: measure(N, (n) => {
-    for (let i = 0; i < n; i++) sink += direct(qp.address, context.address, cq.address);
+    for (let i = 0; i < n; i++) sink += direct(qpAt, contextAt, cqAt);
+    return n;
+  }),
+  koffi_call_post_void_ptr_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += directVoidPointers(qp.address, context.address, cq.address);
     return n;
   }),
   koffi_call_poll_proto_ns: measure(N, (n) => {
-    for (let i = 0; i < n; i++) sink += directPoll(cq.address, 16, wcArea);
+    for (let i = 0; i < n; i++) sink += directPoll(cqAt, 16, wcArea);
     return n;
   }),
   status_wrid_read_ns: measure(N, (n) => {

@@ -9,7 +9,7 @@ import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkPointer, checkVerbs } from '../ffi/errors.js';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import { readPointer, type Pointer } from '../ffi/library.js';
+import { readPointer, toAddress, type Address, type Pointer } from '../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
 import { assertInternal, type Internal } from './internal.js';
@@ -46,8 +46,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #context: Pointer | undefined;
   /** The channel's fd watcher, made non-blocking on first use: busy-polling code never needs it. */
   #channelWatcher: FdWatcher | undefined;
-  /** Where poll() puts completions: allocated by the first poll (0n until then), as most queues of a setup are never polled. */
-  #entriesAddress: Pointer = 0n;
+  /** Where poll() puts completions, and the queue's address for the poll: set by the first poll (0 until then), as most queues of a setup are never polled. */
+  #entriesAddress: Address = 0;
+  #address: Address = 0;
   #view: DataView = NOTHING_POLLED;
   /** ibv_get_cq_event's two out-parameters (the CQ, its context), made with the channel's watcher. */
   #eventCqSlot: Buffer | undefined;
@@ -98,15 +99,17 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
   poll(max = BATCH): number {
     this.ensureOpen('poll');
-    const count = this.#ops.pollCq(this.handle, max > BATCH ? BATCH : max, this.#entriesAddress || this.#allocateEntries());
+    const entries = this.#entriesAddress || this.#allocateEntries();
+    const count = this.#ops.pollCqAt(this.#address, max > BATCH ? BATCH : max, entries);
     if (count < 0) throw new RdmaError('ibv_poll_cq', -count || 5);
     return count;
   }
 
-  #allocateEntries(): Pointer {
+  #allocateEntries(): Address {
     const entries = nativeScratch(WC_SIZE * BATCH);
     this.#view = entries.view;
-    return (this.#entriesAddress = entries.address);
+    this.#address = toAddress(this.handle);
+    return (this.#entriesAddress = toAddress(entries.address));
   }
 
   /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */

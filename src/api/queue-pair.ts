@@ -2,7 +2,7 @@
 // CmId: posting sends and receives, and taking their completions.
 import koffi from 'koffi';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import type { Pointer } from '../ffi/library.js';
+import { toAddress, type Pointer } from '../ffi/library.js';
 import { snapshotStruct } from '../ffi/native-copy.js';
 import { z } from 'zod';
 import { libibverbs } from '../ffi/libibverbs.js';
@@ -111,7 +111,7 @@ export class QueuePair extends Resource {
   #postTarget(): PostTarget {
     const ops = this.#ops;
     return (this.#target ??= {
-      owner: this, handle: this.handle, ops, postReceive: ops.postRecv, pd: this.protectionDomain,
+      owner: this, handle: this.handle, address: toAddress(this.handle), ops, postReceive: ops.postRecvAt, pd: this.protectionDomain,
       maxInlineData: this.caps.maxInlineData, qpType: this.type,
     });
   }

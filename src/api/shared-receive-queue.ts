@@ -3,7 +3,7 @@
 // Receives complete on the queue pair's receive CQ.
 import koffi from 'koffi';
 import { contextOps } from '../ffi/inline-verbs.js';
-import { readPointer, type Pointer } from '../ffi/library.js';
+import { readPointer, toAddress, type Pointer } from '../ffi/library.js';
 import { ibv_srq } from '../structs/verbs-resources.js';
 import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
@@ -26,7 +26,7 @@ export class SharedReceiveQueue extends Resource {
     this.maxSge = maxSge;
     const context = readPointer(handle, koffi.offsetof(ibv_srq, 'context'));
     const ops = contextOps(context);
-    this.#target = { owner: this, handle, ops, postReceive: ops.postSrqRecv, pd, maxInlineData: 0, qpType: 'SRQ' };
+    this.#target = { owner: this, handle, address: toAddress(handle), ops, postReceive: ops.postSrqRecvAt, pd, maxInlineData: 0, qpType: 'SRQ' };
   }
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */

@@ -11,7 +11,7 @@ import {
   RDMA_UDP_QKEY, type ContextOps,
 } from '../ffi/inline-verbs.js';
 import { AddressHandle } from './address-handle.js';
-import type { Pointer } from '../ffi/library.js';
+import { toAddress, type Address, type Pointer } from '../ffi/library.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
@@ -84,9 +84,11 @@ export type SendOptions = z.input<typeof sendOptionsSchema>;
 export interface PostTarget {
   readonly owner: Resource;
   readonly handle: Pointer;
+  /** The handle as the hot path passes it. */
+  readonly address: Address;
   readonly ops: ContextOps;
-  /** ops.post_recv for a QP, ops.post_srq_recv for an SRQ. */
-  readonly postReceive: (handle: Pointer, wr: Pointer, badWr: Pointer) => number;
+  /** ops.post_recv for a QP, ops.post_srq_recv for an SRQ (with addresses). */
+  readonly postReceive: (handle: Address, wr: Address, badWr: Address) => number;
   readonly pd: Resource;
   readonly maxInlineData: number;
   readonly qpType: string;
@@ -156,8 +158,8 @@ function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>
 abstract class PreparedWorkRequest {
   readonly wrId: number;
   protected readonly memory: NativeScratch;
-  protected readonly wr: Pointer;
-  protected readonly badWr: Pointer;
+  protected readonly wr: Address;
+  protected readonly badWr: Address;
   protected readonly sge: number;
 
   protected constructor(
@@ -169,9 +171,9 @@ abstract class PreparedWorkRequest {
     wrSize: number,
   ) {
     this.memory = nativeScratch(wrSize + ibv_sge.size + 8);
-    this.wr = this.memory.address;
+    this.wr = toAddress(this.memory.address);
     this.sge = wrSize;
-    this.badWr = this.memory.address + BigInt(wrSize + ibv_sge.size);
+    this.badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
     this.wrId = trackWorkRequest(context, once);
   }
 
@@ -271,7 +273,7 @@ export class PreparedSend extends PreparedWorkRequest {
   post(): void {
     this.check('PreparedSend.post');
     if (this.#addressHandle?.closed) throw argumentError('PreparedSend.post', 'options.ud.ah', 'the address handle is closed');
-    const ret = this.target.ops.postSend(this.target.handle, this.wr, this.badWr);
+    const ret = this.target.ops.postSendAt(this.target.address, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError('ibv_post_send', ret);
   }
 }
@@ -295,7 +297,7 @@ export class PreparedRecv extends PreparedWorkRequest {
   /** ibv_post_recv of this request: one FFI crossing. */
   post(): void {
     this.check('PreparedRecv.post');
-    const ret = this.target.postReceive(this.target.handle, this.wr, this.badWr);
+    const ret = this.target.postReceive(this.target.address, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError(receivePostName(this.target), ret);
   }
 }
@@ -341,7 +343,8 @@ abstract class PreparedChain {
   protected readonly target: PostTarget;
   readonly #region: MemoryRegion | undefined;
   readonly #layout: ChainLayout;
-  readonly #badWr: Pointer;
+  readonly #wr: Address;
+  readonly #badWr: Address;
   /** For a refused post's error: the C verb, and what the chain holds ('receives', 'sends'). */
   readonly #verbName: string;
   readonly #noun: string;
@@ -375,7 +378,8 @@ abstract class PreparedChain {
       v.setUint32(sge + SGE_OFFSET.lkey, slots.lkey, true);
     }
     this.#layout = layout;
-    this.#badWr = memory.address + BigInt(layout.badWrOffset);
+    this.#wr = toAddress(memory.address);
+    this.#badWr = toAddress(memory.address + BigInt(layout.badWrOffset));
   }
 
   /** The index of the request a completion's wr_id belongs to, or -1 when it is not this chain's. */
@@ -393,11 +397,11 @@ abstract class PreparedChain {
    * Posts the whole chain with `verb`: one FFI crossing. If the provider
    * refuses one request, those before it are posted and the error says how many.
    */
-  protected postWith(operation: string, verb: (handle: Pointer, wr: Pointer, badWr: Pointer) => number): void {
+  protected postWith(operation: string, verb: (handle: Address, wr: Address, badWr: Address) => number): void {
     const target = this.target;
     checkPostable(operation, target, this.#region);
     const { memory, badWrOffset, wrSize } = this.#layout;
-    const ret = verb(target.handle, memory.address, this.#badWr);
+    const ret = verb(target.address, this.#wr, this.#badWr);
     if (ret !== 0) {
       const failedAt = Number(memory.view.getBigUint64(badWrOffset, true) - memory.address) / wrSize;
       const posted = Number.isInteger(failedAt) && failedAt >= 0 && failedAt < this.count ? failedAt : 0;
@@ -454,6 +458,6 @@ export class PreparedSendChain extends PreparedChain {
 
   /** Posts every send of the chain: one FFI crossing. */
   post(): void {
-    this.postWith('PreparedSendChain.post', this.target.ops.postSend);
+    this.postWith('PreparedSendChain.post', this.target.ops.postSendAt);
   }
 }

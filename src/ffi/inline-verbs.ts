@@ -5,7 +5,7 @@
 // and bound once per context.
 import koffi, { type TypeObject } from 'koffi';
 import { libibverbs } from './libibverbs.js';
-import { readPointer, type Pointer, type PointerArg } from './library.js';
+import { readPointer, type Address, type Pointer, type PointerArg } from './library.js';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq } from '../structs/verbs-resources.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { rdma_cm_id } from '../structs/rdma-cma.js';
@@ -36,6 +36,13 @@ const postRecvProto = koffi.proto('int rdmacm_post_recv_fn(void *qp, void *wr, v
 const postSrqRecvProto = koffi.proto('int rdmacm_post_srq_recv_fn(void *srq, void *wr, void *bad_wr)');
 const pollCqProto = koffi.proto('int rdmacm_poll_cq_fn(void *cq, int num_entries, void *wc)');
 const reqNotifyCqProto = koffi.proto('int rdmacm_req_notify_cq_fn(void *cq, int solicited_only)');
+// The same functions with their pointers declared as addresses, for the hot
+// path: a call of three Numbers took 0.70 µs in the TCG guest against 0.87 µs
+// for three BigInt `void *` (35 against 45 ns on the host).
+const postSendAtProto = koffi.proto('int rdmacm_post_send_at_fn(uintptr_t qp, uintptr_t wr, uintptr_t bad_wr)');
+const postRecvAtProto = koffi.proto('int rdmacm_post_recv_at_fn(uintptr_t qp, uintptr_t wr, uintptr_t bad_wr)');
+const postSrqRecvAtProto = koffi.proto('int rdmacm_post_srq_recv_at_fn(uintptr_t srq, uintptr_t wr, uintptr_t bad_wr)');
+const pollCqAtProto = koffi.proto('int rdmacm_poll_cq_at_fn(uintptr_t cq, int num_entries, uintptr_t wc)');
 
 /** The data-path verbs of one device context, bound once. */
 export interface ContextOps {
@@ -49,6 +56,14 @@ export interface ContextOps {
   readonly pollCq: (cq: PointerArg, numEntries: number, wc: PointerArg) => number;
   /** ops.req_notify_cq(cq, solicited_only): 0 or a positive errno. */
   readonly reqNotifyCq: (cq: PointerArg, solicitedOnly: number) => number;
+  /** postSend with addresses (see toAddress): the cheapest crossing, for prepared requests. */
+  readonly postSendAt: (qp: Address, wr: Address, badWr: Address) => number;
+  /** postRecv with addresses. */
+  readonly postRecvAt: (qp: Address, wr: Address, badWr: Address) => number;
+  /** postSrqRecv with addresses. */
+  readonly postSrqRecvAt: (srq: Address, wr: Address, badWr: Address) => number;
+  /** pollCq with addresses. */
+  readonly pollCqAt: (cq: Address, numEntries: number, wc: Address) => number;
 }
 
 const opsOffset = koffi.offsetof(ibv_context, 'ops');
@@ -72,6 +87,10 @@ export function contextOps(context: Pointer): ContextOps {
       postSrqRecv: bindOp(context, 'post_srq_recv', postSrqRecvProto),
       pollCq: bindOp(context, 'poll_cq', pollCqProto),
       reqNotifyCq: bindOp(context, 'req_notify_cq', reqNotifyCqProto),
+      postSendAt: bindOp(context, 'post_send', postSendAtProto),
+      postRecvAt: bindOp(context, 'post_recv', postRecvAtProto),
+      postSrqRecvAt: bindOp(context, 'post_srq_recv', postSrqRecvAtProto),
+      pollCqAt: bindOp(context, 'poll_cq', pollCqAtProto),
     };
     opsCache.set(context, ops);
   }

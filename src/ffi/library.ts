@@ -8,6 +8,17 @@ import { LibraryLoadError, UnsupportedError } from './errors.js';
 export type Pointer = bigint;
 /** What a pointer parameter accepts: an address, NULL, or memory koffi passes by address. */
 export type PointerArg = Pointer | null | ArrayBufferView;
+/**
+ * An address as the data path passes it to a `uintptr_t` parameter: a Number,
+ * which koffi converts faster than a BigInt or a `void *`, or the BigInt
+ * itself above 2^53, where a double would round it (a tagged pointer, say).
+ */
+export type Address = number | bigint;
+
+/** A pointer as an Address: a Number whenever that is exact. */
+export function toAddress(pointer: Pointer): Address {
+  return pointer <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(pointer) : pointer;
+}
 
 /**
  * One table entry: the C result type and the C parameters, written as in the
