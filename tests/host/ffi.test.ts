@@ -10,6 +10,9 @@ import { libibverbs, libibverbsFunctions } from '../../src/ffi/libibverbs.js';
 import { checkPointer, checkRdma, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
 import { libc, libcFunctions } from '../../src/ffi/libc.js';
 import { copyFromNative, snapshotStruct } from '../../src/ffi/native-copy.js';
+import { contextOps, forgetContextOps } from '../../src/ffi/inline-verbs.js';
+import { toAddress } from '../../src/ffi/library.js';
+import { ibv_context, ibv_context_ops } from '../../src/structs/verbs-resources.js';
 import { hostRdmaDevices } from '../support/device.js';
 import koffi from 'koffi';
 
@@ -71,6 +74,36 @@ test('copies out of native memory: exact bytes, a shared struct snapshot, and a 
   const large = snapshotStruct(address, 300);
   assert.equal(large.getUint8(299), 299 & 0xff);
   assert.equal(large.getBigUint64(256, true), source.readBigUInt64LE(256));
+});
+
+test('addresses: a Number whenever exact, and the address-typed ops reach C with the exact pointers', () => {
+  assert.equal(toAddress(0x7f00_1234_5678n), 0x7f00_1234_5678);
+  assert.equal(toAddress(BigInt(Number.MAX_SAFE_INTEGER)), Number.MAX_SAFE_INTEGER);
+  assert.equal(toAddress(2n ** 60n + 1n), 2n ** 60n + 1n); // a double would round it
+
+  // A fake ibv_context whose post_send is libc's memcmp(a, b, n): 0 only when
+  // the bytes at both addresses, as C received them, are equal.
+  const libcHandle = koffi.load('libc.so.6');
+  const dlopen = libcHandle.func('uintptr_t dlopen(const char *file, int mode)');
+  const dlsym = libcHandle.func('uintptr_t dlsym(uintptr_t handle, const char *symbol)');
+  const memcmp = BigInt(dlsym(dlopen('libc.so.6', 2), 'memcmp') as number | bigint);
+  const context = Buffer.alloc(ibv_context.size);
+  context.writeBigUInt64LE(memcmp, koffi.offsetof(ibv_context, 'ops') + koffi.offsetof(ibv_context_ops, 'post_send'));
+  const contextAddress = koffi.address(context);
+  try {
+    const ops = contextOps(contextAddress);
+    const a = Buffer.from('0123456789abcdef');
+    const same = Buffer.from('0123456789abcdef');
+    const other = Buffer.from('0123456789abcdeF');
+    const [at, sameAt, otherAt] = [a, same, other].map((b) => toAddress(koffi.address(b)));
+    assert.equal(typeof at, 'number');
+    assert.equal(ops.postSendAt(at!, sameAt!, 16), 0);
+    assert.notEqual(ops.postSendAt(at!, otherAt!, 16), 0);
+    assert.equal(ops.postSendAt(at!, otherAt!, 15), 0); // the difference is in the last byte
+    assert.equal(ops.postSendAt(koffi.address(a), koffi.address(same), 16n), 0); // BigInts are taken too
+  } finally {
+    forgetContextOps(contextAddress);
+  }
 });
 
 // Skipped where the installed librdmacm is v60+ and has RDMACM_1.4: nothing to refuse there.
