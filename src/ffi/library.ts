@@ -15,9 +15,11 @@ export type PointerArg = Pointer | null | ArrayBufferView;
  */
 export type Address = number | bigint;
 
+const LARGEST_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
+
 /** A pointer as an Address: a Number whenever that is exact. */
 export function toAddress(pointer: Pointer): Address {
-  return pointer <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(pointer) : pointer;
+  return pointer <= LARGEST_EXACT ? Number(pointer) : pointer;
 }
 
 /**
