@@ -111,7 +111,7 @@ export class QueuePair extends Resource {
   #postTarget(): PostTarget {
     const ops = this.#ops;
     return (this.#target ??= {
-      owner: this, handle: this.handle, address: toAddress(this.handle), ops, postReceive: ops.postRecvAt, pd: this.protectionDomain,
+      owner: this, address: toAddress(this.handle), ops, postReceive: ops.postRecvAt, pd: this.protectionDomain,
       maxInlineData: this.caps.maxInlineData, qpType: this.type,
     });
   }

@@ -83,8 +83,7 @@ export type SendOptions = z.input<typeof sendOptionsSchema>;
 /** What a queue pair (or shared receive queue) tells its work requests about itself. */
 export interface PostTarget {
   readonly owner: Resource;
-  readonly handle: Pointer;
-  /** The handle as the hot path passes it. */
+  /** The QP's (or SRQ's) handle as the hot path passes it. */
   readonly address: Address;
   readonly ops: ContextOps;
   /** ops.post_recv for a QP, ops.post_srq_recv for an SRQ (with addresses). */
