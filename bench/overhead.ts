@@ -15,14 +15,9 @@ import { QueuePair } from '../src/api/queue-pair.js';
 import { internal } from '../src/api/internal.js';
 import { Resource } from '../src/api/resource.js';
 import type { ProtectionDomain } from '../src/api/protection-domain.js';
+import { cFunctionAddress } from '../tests/support/c-function.js';
 
-const libc = koffi.load('libc.so.6');
-const dlopen = libc.func('uintptr_t dlopen(const char *file, int mode)');
-const dlsym = libc.func('uintptr_t dlsym(uintptr_t handle, const char *symbol)');
-const RTLD_NOW = 2;
-const libm = dlopen('libm.so.6', RTLD_NOW);
-const standIn = BigInt(dlsym(libm, 'fegetround') as number | bigint);
-if (standIn === 0n) throw new Error('fegetround not found in libm.so.6');
+const standIn = cFunctionAddress('libm.so.6', 'fegetround');
 
 /** Zeroed native memory that lives as long as this process (kept in `keep`). */
 const keep: Buffer[] = [];

@@ -14,6 +14,7 @@ import { contextOps, forgetContextOps } from '../../src/ffi/inline-verbs.js';
 import { toAddress } from '../../src/ffi/library.js';
 import { ibv_context, ibv_context_ops } from '../../src/structs/verbs-resources.js';
 import { hostRdmaDevices } from '../support/device.js';
+import { cFunctionAddress } from '../support/c-function.js';
 import koffi from 'koffi';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -83,10 +84,7 @@ test('addresses: a Number whenever exact, and the address-typed ops reach C with
 
   // A fake ibv_context whose post_send is libc's memcmp(a, b, n): 0 only when
   // the bytes at both addresses, as C received them, are equal.
-  const libcHandle = koffi.load('libc.so.6');
-  const dlopen = libcHandle.func('uintptr_t dlopen(const char *file, int mode)');
-  const dlsym = libcHandle.func('uintptr_t dlsym(uintptr_t handle, const char *symbol)');
-  const memcmp = BigInt(dlsym(dlopen('libc.so.6', 2), 'memcmp') as number | bigint);
+  const memcmp = cFunctionAddress('libc.so.6', 'memcmp');
   const context = Buffer.alloc(ibv_context.size);
   context.writeBigUInt64LE(memcmp, koffi.offsetof(ibv_context, 'ops') + koffi.offsetof(ibv_context_ops, 'post_send'));
   const contextAddress = koffi.address(context);
