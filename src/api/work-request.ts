@@ -399,9 +399,9 @@ abstract class PreparedChain {
   protected postWith(operation: string, verb: (handle: Address, wr: Address, badWr: Address) => number): void {
     const target = this.target;
     checkPostable(operation, target, this.#region);
-    const { memory, badWrOffset, wrSize } = this.#layout;
     const ret = verb(target.address, this.#wr, this.#badWr);
     if (ret !== 0) {
+      const { memory, badWrOffset, wrSize } = this.#layout;
       const failedAt = Number(memory.view.getBigUint64(badWrOffset, true) - memory.address) / wrSize;
       const posted = Number.isInteger(failedAt) && failedAt >= 0 && failedAt < this.count ? failedAt : 0;
       throw new RdmaError(this.#verbName, ret, `${posted} of the chain's ${this.count} ${this.#noun} were posted`);
