@@ -1,6 +1,19 @@
 // What bench/connsetup.ts and bench/connsetup-raw.ts print: µs per connection
 // for each of cmtime's steps, for the warm-up rounds and the measured round.
 
+/**
+ * Untimed rounds before the measured one (BENCH_CONN_WARMUP overrides it). A C
+ * client is compiled before it starts; V8 compiles the setup path while it
+ * runs, and under TCG each optimization takes tens of milliseconds of a helper
+ * thread, while even the native calls run slower (rdma_create_qp 139–498 µs
+ * in rounds 8–11, about 120 µs from round 31 on). In the guest on
+ * 2026-11-23 (`--trace-opt`, 40 rounds of 100 connections), V8 finished 1–7
+ * optimizations in nearly every round up to round 22 and one or two now and
+ * then after it, and the safe API's setup fell from a median of 1801 µs per
+ * connection over rounds 5–13 to 1208 over rounds 21–30.
+ */
+export const WARMUP_ROUNDS = Number(process.env.BENCH_CONN_WARMUP ?? 30);
+
 /** What cmtime's steps add up to before a connection carries data: create id through connect. */
 export const setupTotal = (steps: Record<string, number>) =>
   Math.round((steps.create_id! + steps.resolve_addr! + steps.resolve_route! + steps.create_qp! + steps.connect!) * 100) / 100;

@@ -10,7 +10,7 @@
 import koffi from 'koffi';
 import { librdmacm, readPointer, structs, type Pointer } from '../src/raw.js';
 import { CmEventType } from '../src/api/enums.js';
-import { perConnection, printRounds } from './conn-rounds.js';
+import { WARMUP_ROUNDS, perConnection, printRounds } from './conn-rounds.js';
 
 const [address, portArg = '7471', countArg = '100'] = process.argv.slice(2);
 if (!address || !/^\d+\.\d+\.\d+\.\d+$/.test(address)) {
@@ -18,7 +18,6 @@ if (!address || !/^\d+\.\d+\.\d+\.\d+$/.test(address)) {
   process.exit(1);
 }
 const count = Number(countArg);
-const WARMUP_ROUNDS = Number(process.env.BENCH_CONN_WARMUP ?? 12);
 const RDMA_PS_TCP = 0x106;
 const IBV_QPT_RC = 2;
 const EVENT_TYPE = koffi.offsetof(structs.rdma_cm_event, 'event');

@@ -9,7 +9,7 @@
 // and the TypeScript client face the same server) and prints one JSON object:
 // microseconds per connection for each step.
 import { createId, EventChannel, type CmId, type CompletionQueue } from '../src/index.js';
-import { perConnection, printRounds } from './conn-rounds.js';
+import { WARMUP_ROUNDS, perConnection, printRounds } from './conn-rounds.js';
 
 const [address, portArg = '7471', countArg = '100'] = process.argv.slice(2);
 if (!address) {
@@ -19,7 +19,6 @@ if (!address) {
 const port = Number(portArg);
 const count = Number(countArg);
 const verbose = process.env.BENCH_VERBOSE === '1';
-const WARMUP_ROUNDS = Number(process.env.BENCH_CONN_WARMUP ?? 12);
 
 const channel = new EventChannel();
 
@@ -57,11 +56,9 @@ async function round(): Promise<Record<string, number>> {
 }
 
 // A C program is linked and compiled before main(); the binding loads its
-// libraries and V8 compiles and optimizes its code during the first rounds.
-// Under TCG, --trace-opt showed the setup path's last optimizations landing in
-// round 11, each compile taking 30–440 ms of a background thread that competes
-// with the kernel's work. The warm-up rounds are reported too, but the figure
-// is the round after them.
+// libraries and V8 compiles and optimizes its code during the first rounds
+// (WARMUP_ROUNDS says how many, and why). The warm-up rounds are reported too,
+// but the figure is the round after them.
 const warmup: Record<string, number>[] = [];
 for (let i = 0; i < WARMUP_ROUNDS; i++) warmup.push(await round());
 const warm = await round();
