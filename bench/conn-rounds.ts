@@ -1,8 +1,8 @@
 // What bench/connsetup.ts and bench/connsetup-raw.ts print: µs per connection
-// for each of cmtime's steps, for the warm-up rounds and the measured round.
+// for each of cmtime's steps, for the warm-up rounds and the measured rounds.
 
 /**
- * Untimed rounds before the measured one (BENCH_CONN_WARMUP overrides it). A C
+ * Untimed rounds before the measured ones (BENCH_CONN_WARMUP overrides it). A C
  * client is compiled before it starts; V8 compiles the setup path while it
  * runs, and under TCG each optimization takes tens of milliseconds of a helper
  * thread, while even the native calls run slower (rdma_create_qp 139–498 µs
@@ -14,6 +14,14 @@
  */
 export const WARMUP_ROUNDS = Number(process.env.BENCH_CONN_WARMUP ?? 30);
 
+/**
+ * Measured rounds per process (BENCH_CONN_ROUNDS overrides it); bench/guest.sh
+ * runs cmtime's client as many times against one server. Single rounds of 100
+ * connections spread by ±30 % on both sides in the guest, so one round per
+ * process left the ratio to chance.
+ */
+export const MEASURED_ROUNDS = Number(process.env.BENCH_CONN_ROUNDS ?? 5);
+
 /** What cmtime's steps add up to before a connection carries data: create id through connect. */
 export const setupTotal = (steps: Record<string, number>) =>
   Math.round((steps.create_id! + steps.resolve_addr! + steps.resolve_route! + steps.create_qp! + steps.connect!) * 100) / 100;
@@ -21,12 +29,18 @@ export const setupTotal = (steps: Record<string, number>) =>
 /** µs per connection, to 0.01 µs, for a step that took `ms` for `count` connections. */
 export const perConnection = (ms: number, count: number) => Math.round(((ms * 1000) / count) * 100) / 100;
 
-/** One JSON object on stdout: the measured round and the warm-up rounds before it. */
-export function printRounds(count: number, warmup: Record<string, number>[], warm: Record<string, number>): void {
+/** A round's steps and their setup total. */
+const summary = (steps: Record<string, number>) => ({ us_per_conn: steps, setup_us_per_conn: setupTotal(steps) });
+
+/** Runs `round` WARMUP_ROUNDS times untimed, then MEASURED_ROUNDS times, and prints all of them (printRounds). */
+export async function measureRounds(count: number, round: () => Promise<Record<string, number>> | Record<string, number>): Promise<void> {
+  const warmup: Record<string, number>[] = [];
+  for (let i = 0; i < WARMUP_ROUNDS; i++) warmup.push(await round());
+  const measured: Record<string, number>[] = [];
+  for (let i = 0; i < MEASURED_ROUNDS; i++) measured.push(await round());
   console.log(JSON.stringify({
     connections: count,
-    us_per_conn: warm,
-    setup_us_per_conn: setupTotal(warm),
-    warmup_rounds: warmup.map((steps) => ({ us_per_conn: steps, setup_us_per_conn: setupTotal(steps) })),
+    measured_rounds: measured.map(summary),
+    warmup_rounds: warmup.map(summary),
   }));
 }

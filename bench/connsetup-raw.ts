@@ -10,7 +10,7 @@
 import koffi from 'koffi';
 import { librdmacm, readPointer, structs, type Pointer } from '../src/raw.js';
 import { CmEventType } from '../src/api/enums.js';
-import { WARMUP_ROUNDS, perConnection, printRounds } from './conn-rounds.js';
+import { measureRounds, perConnection } from './conn-rounds.js';
 
 const [address, portArg = '7471', countArg = '100'] = process.argv.slice(2);
 if (!address || !/^\d+\.\d+\.\d+\.\d+$/.test(address)) {
@@ -100,8 +100,5 @@ function round(): Record<string, number> {
   return steps;
 }
 
-const warmup: Record<string, number>[] = [];
-for (let i = 0; i < WARMUP_ROUNDS; i++) warmup.push(round());
-const warm = round();
+await measureRounds(count, round);
 librdmacm.rdma_destroy_event_channel(channel);
-printRounds(count, warmup, warm);

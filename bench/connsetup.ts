@@ -9,7 +9,7 @@
 // and the TypeScript client face the same server) and prints one JSON object:
 // microseconds per connection for each step.
 import { createId, EventChannel, type CmId, type CompletionQueue } from '../src/index.js';
-import { WARMUP_ROUNDS, perConnection, printRounds } from './conn-rounds.js';
+import { measureRounds, perConnection } from './conn-rounds.js';
 
 const [address, portArg = '7471', countArg = '100'] = process.argv.slice(2);
 if (!address) {
@@ -58,9 +58,6 @@ async function round(): Promise<Record<string, number>> {
 // A C program is linked and compiled before main(); the binding loads its
 // libraries and V8 compiles and optimizes its code during the first rounds
 // (WARMUP_ROUNDS says how many, and why). The warm-up rounds are reported too,
-// but the figure is the round after them.
-const warmup: Record<string, number>[] = [];
-for (let i = 0; i < WARMUP_ROUNDS; i++) warmup.push(await round());
-const warm = await round();
+// but the figures are the rounds after them.
+await measureRounds(count, round);
 channel.close();
-printRounds(count, warmup, warm);

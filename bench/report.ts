@@ -34,14 +34,17 @@ function perftest(text: string): Record<string, number> | undefined {
   return row;
 }
 
-/** cmtime's step table: "step : total_ms max_ms min_us us/conn" → us per connection by step. */
-function cmtime(text: string): Record<string, number> {
-  const steps: Record<string, number> = {};
+/** cmtime's step tables, one per client run: "step : total_ms max_ms min_us us/conn" → us per connection by step. */
+function cmtime(text: string): Record<string, number>[] {
+  const tables: Record<string, number>[] = [];
   for (const line of text.split('\n')) {
     const m = /^(create id|resolve addr|resolve route|create qp|connect|disconnect|destroy)\s*:\s*([\d.\s]+)$/.exec(line.trim());
-    if (m) steps[m[1]!.replace(/ /g, '_')] = Number(m[2]!.trim().split(/\s+/).pop());
+    if (!m) continue;
+    const step = m[1]!.replace(/ /g, '_');
+    if (step === 'create_id') tables.push({});
+    tables.at(-1)![step] = Number(m[2]!.trim().split(/\s+/).pop());
   }
-  return steps;
+  return tables.filter((steps) => steps.connect !== undefined);
 }
 
 function collect<T>(pattern: RegExp, parse: (text: string) => T | undefined): T[] {
@@ -113,31 +116,39 @@ const writeBw = collect(/^c-wbw-65536-r\d+\.txt$/, perftest);
 raw_.write_bw_65536 = writeBw;
 row('ib_write_bw 65536 B (C only, reference)', 'MB/s', null, pick(writeBw, 'BW average[MB/sec]'), '—', null, `${writeBw.length} C`);
 
-interface TsConnRun {
+interface ConnRound {
   us_per_conn: Record<string, number>;
   setup_us_per_conn: number;
-  /** The rounds before the measured one; the first is the cold start. */
-  warmup_rounds: { us_per_conn: Record<string, number>; setup_us_per_conn: number }[];
+}
+interface TsConnRun {
+  /** The rounds after the warm-up (bench/conn-rounds.ts: MEASURED_ROUNDS). */
+  measured_rounds: ConnRound[];
+  /** The rounds before them; the first is the cold start. */
+  warmup_rounds: ConnRound[];
 }
 const tsConn = collect(/^ts-conn-r\d+\.json$/, (text) => json(text) as unknown as TsConnRun | undefined);
+// Every cmtime run of every repetition: bench/guest.sh runs its client as often as the binding's clients measure rounds.
 const cConn = collect(/^c-cmtime-r\d+\.txt$/, (text) => {
-  const steps = cmtime(text);
-  return Object.keys(steps).length ? steps : undefined;
-});
+  const tables = cmtime(text);
+  return tables.length ? tables : undefined;
+}).flat();
 // The same steps through the raw layer alone (bench/connsetup-raw.ts): what Node and koffi cost without the safe API.
 const rawConn = collect(/^raw-conn-r\d+\.json$/, (text) => json(text) as unknown as TsConnRun | undefined);
 raw_.connection_setup = { ts: tsConn, c: cConn, raw_layer: rawConn };
-const connRuns = `${tsConn.length} TS, ${cConn.length} C`;
+const tsRounds = tsConn.flatMap((t) => t.measured_rounds);
+const rawRounds = rawConn.flatMap((t) => t.measured_rounds);
+const connRuns = `${tsRounds.length} TS, ${cConn.length} C rounds`;
+const cSetup = median(cConn.map(setupTotal));
 // Connection setup = every step before the connection carries data (create id → connect), summed as the binding's clients sum it.
-row('connection setup per conn (create id→connect)', 'µs', median(tsConn.map((t) => t.setup_us_per_conn)), median(cConn.map(setupTotal)), '≤ 1.2×', (r) => r <= 1.2, connRuns);
+row('connection setup per conn (create id→connect)', 'µs', median(tsRounds.map((t) => t.setup_us_per_conn)), cSetup, '≤ 1.2×', (r) => r <= 1.2, connRuns);
 for (const step of ['create_id', 'resolve_addr', 'resolve_route', 'create_qp', 'connect']) {
-  row(`  step ${step.replace('_', ' ')}`, 'µs', median(tsConn.map((t) => t.us_per_conn[step]!)), median(cConn.map((c) => c[step]!)), '—', null, connRuns);
+  row(`  step ${step.replace('_', ' ')}`, 'µs', median(tsRounds.map((t) => t.us_per_conn[step]!)), median(cConn.map((c) => c[step]!)), '—', null, connRuns);
 }
-row('connection setup, raw layer only (no safe API)', 'µs', median(rawConn.map((t) => t.setup_us_per_conn)), median(cConn.map(setupTotal)), '—', null, `${rawConn.length} raw, ${cConn.length} C`);
-row('connection setup, cold first round (TS)', 'µs', median(tsConn.map((t) => t.warmup_rounds[0]?.setup_us_per_conn ?? NaN)), median(cConn.map(setupTotal)), '—', null, connRuns);
+row('connection setup, raw layer only (no safe API)', 'µs', median(rawRounds.map((t) => t.setup_us_per_conn)), cSetup, '—', null, `${rawRounds.length} raw, ${cConn.length} C rounds`);
+row('connection setup, cold first round (TS)', 'µs', median(tsConn.map((t) => t.warmup_rounds[0]?.setup_us_per_conn ?? NaN)), cSetup, '—', null, `${tsConn.length} TS runs, ${cConn.length} C rounds`);
 // While V8 still optimizes the setup path (see WARMUP_ROUNDS): rounds 2–13, where the measured round was until 2026-11-23.
 const warming = (t: TsConnRun) => median(t.warmup_rounds.slice(1, 13).map((round) => round.setup_us_per_conn)) ?? NaN;
-row('connection setup, warming rounds 2–13 (TS)', 'µs', median(tsConn.map(warming)), median(cConn.map(setupTotal)), '—', null, connRuns);
+row('connection setup, warming rounds 2–13 (TS)', 'µs', median(tsConn.map(warming)), cSetup, '—', null, `${tsConn.length} TS runs, ${cConn.length} C rounds`);
 
 const heap = existsSync(join(raw, 'heap.json')) ? json(read('heap.json')) : undefined;
 raw_.heap = heap;
