@@ -11,7 +11,9 @@
 # Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_LAT_EVENTS_ITERS
 # (1000, the ping-pong on completion events), BENCH_BW64_ITERS (5000),
 # BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
-# and raw-layer triples for connection setup; default BENCH_REPS).
+# and raw-layer triples for connection setup; default BENCH_REPS), BENCH_CONN_ROUNDS
+# (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
+# BENCH_PIN (1: the busy-polling pairs run server on CPU 0, client on CPU 1).
 set -uo pipefail
 # Everything in one block that bash reads whole before running it: an edit to
 # this file during a run (the guest reads the project folder live) cannot
@@ -28,6 +30,8 @@ BW64_N=${BENCH_BW64_ITERS:-5000}
 BW64K_N=${BENCH_BW64K_ITERS:-1000}
 CONNS=${BENCH_CONNS:-100}
 CONN_REPS=${BENCH_CONN_REPS:-$REPS}
+CONN_ROUNDS=${BENCH_CONN_ROUNDS:-5}
+export BENCH_CONN_ROUNDS=$CONN_ROUNDS # the binding's clients measure as many rounds (bench/conn-rounds.ts)
 APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ and dist/
 port=7600
 
@@ -52,12 +56,17 @@ listening() {
 # client that fails gets one more try, reported, against a fresh server (a
 # perftest server whose client died mid-run waits for it forever).
 # A server that has not ended SERVER_LINGER seconds (default 60) after its client is stopped (cmtime's never ends).
+# With PINNED=1 (and two CPUs or more), the server runs on CPU 0 and the client on CPU 1.
 pair() {
   local out=$1; shift
   local server=() client=()
+  if [ "${PINNED:-0}" = 1 ] && [ "$(nproc)" -ge 2 ] && command -v taskset > /dev/null; then
+    server=(taskset -c 0)
+    client=(taskset -c 1)
+  fi
   while [ "$1" != -- ]; do server+=("$1"); shift; done
   shift
-  client=("$@")
+  client+=("$@")
   local port_arg= i
   for ((i = 0; i < ${#server[@]} - 1; i++)); do [ "${server[i]}" = -p ] && port_arg=${server[i + 1]}; done
   "${server[@]}" > "$out.server" 2>&1 &
@@ -82,29 +91,39 @@ pair() {
 
 ts() { echo node "$APP/bin/rdmacm" bench "$@"; }
 
+# The ping-pong and streaming pairs busy-poll on both sides: each side gets a
+# CPU of its own, the TS and the C pair alike. Unpinned in the 2-CPU guest on
+# 2026-11-23, ib_send_lat's p50 at 2 B read 8.8–13.2 µs and the binding's
+# 10.4–14.6, depending on where the scheduler put the two sides; pinned,
+# 9.0–9.3 and 10.2–11.0. Connection setup stays unpinned: cmtime and the
+# binding run helper threads there (BENCH_PIN=0 turns pinning off).
+PIN=${BENCH_PIN:-1}
+
 for r in $(seq 1 "$REPS"); do
   for size in 2 4096; do
     say "lat ${size} B, run $r: rdmacm bench, then ib_send_lat"
-    port=$((port + 1)); pair "$RAW/ts-lat-$size-r$r.json" $(ts lat -s $size -n $LAT_N -p $port --json) -- $(ts lat -s $size -n $LAT_N -p $port --json "$ADDR")
-    port=$((port + 1)); pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -s $size -n $LAT_N -p $port -- ib_send_lat -R -s $size -n $LAT_N -p $port "$ADDR"
+    port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-$size-r$r.json" $(ts lat -s $size -n $LAT_N -p $port --json) -- $(ts lat -s $size -n $LAT_N -p $port --json "$ADDR")
+    port=$((port + 1)); PINNED=$PIN pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -s $size -n $LAT_N -p $port -- ib_send_lat -R -s $size -n $LAT_N -p $port "$ADDR"
   done
   say "lat 2 B on completion events, run $r: rdmacm bench --events, then ib_send_lat -e"
-  port=$((port + 1)); pair "$RAW/ts-latev-2-r$r.json" $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
-  port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
+  port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-latev-2-r$r.json" $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+  port=$((port + 1)); PINNED=$PIN pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   for size in 64 65536; do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"
-    port=$((port + 1)); pair "$RAW/ts-bw-$size-r$r.json" $(ts bw -s $size -n $n -p $port --json) -- $(ts bw -s $size -n $n -p $port --json "$ADDR")
-    port=$((port + 1)); pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -r 2048 -s $size -n $n -p $port -- ib_send_bw -R -r 2048 -s $size -n $n -p $port "$ADDR"
+    port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-bw-$size-r$r.json" $(ts bw -s $size -n $n -p $port --json) -- $(ts bw -s $size -n $n -p $port --json "$ADDR")
+    port=$((port + 1)); PINNED=$PIN pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -r 2048 -s $size -n $n -p $port -- ib_send_bw -R -r 2048 -s $size -n $n -p $port "$ADDR"
   done
 done
 
 say "ib_write_bw 65536 B (reference)"
-port=$((port + 1)); pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $BW64K_N -p $port -- ib_write_bw -R -s 65536 -n $BW64K_N -p $port "$ADDR"
+port=$((port + 1)); PINNED=$PIN pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $BW64K_N -p $port -- ib_write_bw -R -s 65536 -n $BW64K_N -p $port "$ADDR"
 
 for r in $(seq 1 "$CONN_REPS"); do
   say "connection setup, $CONNS connections, run $r: cmtime, the binding, then its raw layer alone (all against cmtime's server)"
-  port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/c-cmtime-r$r.txt" cmtime -b "$ADDR" -p $port -c "$CONNS" -- cmtime -s "$ADDR" -p $port -c "$CONNS"
+  # cmtime's client measures one round per process: CONN_ROUNDS of them against one server, as the binding's clients measure CONN_ROUNDS rounds.
+  port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/c-cmtime-r$r.txt" cmtime -b "$ADDR" -p $port -c "$CONNS" -- \
+    bash -c 'for _ in $(seq "$1"); do cmtime -s "$2" -p "$3" -c "$4" || exit; done' cmtime-rounds "$CONN_ROUNDS" "$ADDR" $port "$CONNS"
   port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/ts-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup.js" "$ADDR" $port "$CONNS"
   port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/raw-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup-raw.js" "$ADDR" $port "$CONNS"
 done
