@@ -8,16 +8,21 @@ import { RdmaArgumentError } from './errors.js';
  * The last successful parse of each schema is remembered for flat inputs
  * (a primitive, or a plain object of primitive data properties and of class
  * instances that zod passed through as they are, like a CompletionQueue or an
- * AbortSignal): an equal input gets the same (frozen) output without running
- * zod again. Calls repeat their options far more often than they change them,
+ * AbortSignal): an equal input gets a frozen output without running zod
+ * again. Calls repeat their options far more often than they change them,
  * and until V8 has optimized zod a parse costs many times the comparison (in
  * the rxe guest 50–400 µs against about 30). Schemas are pure, and this
- * package checks class instances by prototype only, so equal inputs (instances
- * by identity) always parse alike. The memo holds its last input's instances.
+ * package checks class instances by prototype only (instanceof, never their
+ * state), so inputs equal in their primitives and in their instances'
+ * prototypes always parse alike: a QP's own new CQ, or a send's other address
+ * handle, costs no parse. The memo holds its last input's instances.
  */
 export function parseArgument<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.output<S> {
   const memo = memos.get(schema);
-  if (memo !== undefined && memo.matches(value)) return memo.output as z.output<S>;
+  if (memo !== undefined) {
+    const remembered = memo.answer(value, (newer) => memos.set(schema, newer));
+    if (remembered !== undefined) return remembered as z.output<S>;
+  }
   const result = schema.safeParse(value);
   if (!result.success) throw RdmaArgumentError.fromZod(operation, parameter, result.error);
   const remembered = ParseMemo.of(value, result.data);
@@ -45,37 +50,64 @@ class ParseMemo {
     /** The input's keys in order, or null when the input was a primitive (values[0]). */
     private readonly keys: readonly string[] | null,
     private readonly values: readonly unknown[],
+    /** Per key: the prototype of the class instance it held and zod passed through, else null (matched with Object.is). */
+    private readonly prototypes: readonly (object | null)[],
     readonly output: unknown,
   ) {}
 
   /** A memo for a flat input whose output is flat too (so freezing it fixes what it says); else undefined. */
   static of(input: unknown, output: unknown): ParseMemo | undefined {
-    if (isPrimitive(input)) return isPrimitive(output) ? new ParseMemo(null, [input], output) : undefined;
+    if (isPrimitive(input)) return isPrimitive(output) ? new ParseMemo(null, [input], [null], output) : undefined;
     if (!isPlainObject(input) || !isPlainObject(output)) return undefined;
     const keys: string[] = [];
     const values: unknown[] = [];
+    const prototypes: (object | null)[] = [];
     for (const key in input) {
       const property = Object.getOwnPropertyDescriptor(input, key);
-      if (!property || !('value' in property) || !(isPrimitive(property.value) || isInstance(property.value))) return undefined;
+      if (!property || !('value' in property)) return undefined;
+      const value: unknown = property.value;
+      if (!isPrimitive(value) && !isInstance(value)) return undefined;
+      // Only an instance zod passed through may be swapped for another of its kind; the rest must stay the same.
+      const passedThrough = !isPrimitive(value) && (output as Record<string, unknown>)[key] === value;
+      prototypes.push(passedThrough ? (Object.getPrototypeOf(value) as object) : null);
       keys.push(key);
-      values.push(property.value);
+      values.push(value);
     }
     // An instance must come out as it went in: anything zod built is not frozen by the shallow freeze.
     for (const key in output) if (!isPrimitive(output[key]) && !(isInstance(output[key]) && output[key] === input[key])) return undefined;
-    return new ParseMemo(keys, values, Object.freeze(output));
+    return new ParseMemo(keys, values, prototypes, Object.freeze(output));
   }
 
-  /** Whether `input` has the same keys, in the same order, with the same values (Object.is: instances by identity). */
-  matches(input: unknown): boolean {
+  /**
+   * The remembered output for `input`, or undefined unless it has the same
+   * keys in the same order, the same primitives (Object.is) and instances of
+   * the same prototypes. Other instances than the remembered ones make a new
+   * memo, and its output carries them.
+   */
+  answer(input: unknown, remember: (memo: ParseMemo) => void): unknown {
     const keys = this.keys;
-    if (keys === null) return Object.is(input, this.values[0]);
-    if (!isPlainObject(input)) return false;
+    if (keys === null) return Object.is(input, this.values[0]) ? this.output : undefined;
+    if (!isPlainObject(input)) return undefined;
     let index = 0;
+    let sameInstances = true;
     for (const key in input) {
-      if (index === keys.length || key !== keys[index] || !Object.is(input[key], this.values[index])) return false;
+      if (index === keys.length || key !== keys[index]) return undefined;
+      const value = input[key];
+      const prototype = this.prototypes[index];
+      if (!Object.is(value, this.values[index])) {
+        if (prototype === null || isPrimitive(value) || Object.getPrototypeOf(value) !== prototype) return undefined;
+        sameInstances = false;
+      }
       index++;
     }
-    return index === keys.length;
+    if (index !== keys.length) return undefined;
+    if (sameInstances) return this.output;
+    // zod passed the remembered instances through, so it would pass these the same way (see above).
+    const output: Record<string, unknown> = { ...(this.output as Record<string, unknown>) };
+    for (let i = 0; i < keys.length; i++) if (this.prototypes[i] !== null) output[keys[i]!] = input[keys[i]!];
+    const memo = new ParseMemo(keys, keys.map((key) => input[key]), this.prototypes, Object.freeze(output));
+    remember(memo);
+    return memo.output;
   }
 }
 

@@ -317,13 +317,28 @@ test('parse memo: primitives are compared with Object.is (0 and -0 differ; a ref
   refused('NaN again', () => parseArgument('op', 'n', nonNegative, NaN), 'n', /expected number/);
 });
 
-test('parse memo: class instances zod passes through are remembered by identity; other objects are not', () => {
+test('parse memo: class instances zod passes through are remembered by prototype; other objects are not', () => {
   const withSignal = { timeoutMs: 5, signal: new AbortController().signal };
   const first = parseArgument('op', 'options', waitSchema, withSignal);
   assert.equal(parseArgument('op', 'options', waitSchema, { ...withSignal }), first, 'the same signal: answered from the memo');
   assert.equal(first.signal, withSignal.signal, 'the instance itself, not a copy');
-  assert.notEqual(parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: new AbortController().signal }), first, 'another signal is parsed again');
+  const otherSignal = new AbortController().signal;
+  const second = parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: otherSignal });
+  assert.notEqual(second, first, 'another signal gets an output of its own');
+  assert.equal(second.signal, otherSignal, 'which carries that signal');
+  assert.deepEqual({ ...second, signal: null }, { ...first, signal: null });
+  assert.ok(Object.isFrozen(second));
+  assert.equal(parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: otherSignal }), second, 'and is remembered in turn');
+  assert.notEqual(parseArgument('op', 'options', waitSchema, { timeoutMs: 6, signal: otherSignal }).timeoutMs, 5, 'a changed primitive is parsed again');
   refused('not a signal', () => parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: {} }), 'options.signal', /AbortSignal/);
+  class Impostor {}
+  refused('an instance of another class', () => parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: new Impostor() }), 'options.signal', /AbortSignal/);
+
+  // An instance zod turned into something else is remembered by identity only: its output came from that instance.
+  class Handle { constructor(readonly address: number) {} }
+  const unwrapped = z.strictObject({ handle: z.instanceof(Handle).transform((h) => h.address) });
+  assert.equal(parseArgument('op', 'o', unwrapped, { handle: new Handle(1) }).handle, 1);
+  assert.equal(parseArgument('op', 'o', unwrapped, { handle: new Handle(2) }).handle, 2, 'parsed again, not answered from the memo');
 
   const objects = z.strictObject({ data: z.unknown(), bytes: z.unknown(), list: z.unknown() });
   const nested = { data: { a: 1 }, bytes: Buffer.alloc(1), list: [1] };
