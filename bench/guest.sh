@@ -13,7 +13,7 @@
 # BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
 # and raw-layer triples for connection setup; default BENCH_REPS), BENCH_CONN_ROUNDS
 # (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
-# BENCH_PIN (1: the busy-polling pairs run server on CPU 0, client on CPU 1).
+# BENCH_PIN (1: the busy-polling pairs run the server on CPU 0, the client on CPU 1).
 set -uo pipefail
 # Everything in one block that bash reads whole before running it: an edit to
 # this file during a run (the guest reads the project folder live) cannot
@@ -95,8 +95,11 @@ ts() { echo node "$APP/bin/rdmacm" bench "$@"; }
 # CPU of its own, the TS and the C pair alike. Unpinned in the 2-CPU guest on
 # 2026-11-23, ib_send_lat's p50 at 2 B read 8.8–13.2 µs and the binding's
 # 10.4–14.6, depending on where the scheduler put the two sides; pinned,
-# 9.0–9.3 and 10.2–11.0. Connection setup stays unpinned: cmtime and the
-# binding run helper threads there (BENCH_PIN=0 turns pinning off).
+# 9.0–9.3 and 10.2–11.0. The pairs that sleep stay unpinned: Node's helper
+# threads then share the sleeping side's CPU (pinned, the binding's p99 on
+# completion events went from 1.3–1.8 ms to 4.1–5.0 ms, ib_send_lat -e's stayed
+# put), and in connection setup cmtime and the binding both run helper
+# threads. BENCH_PIN=0 turns pinning off.
 PIN=${BENCH_PIN:-1}
 
 for r in $(seq 1 "$REPS"); do
@@ -106,8 +109,8 @@ for r in $(seq 1 "$REPS"); do
     port=$((port + 1)); PINNED=$PIN pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -s $size -n $LAT_N -p $port -- ib_send_lat -R -s $size -n $LAT_N -p $port "$ADDR"
   done
   say "lat 2 B on completion events, run $r: rdmacm bench --events, then ib_send_lat -e"
-  port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-latev-2-r$r.json" $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
-  port=$((port + 1)); PINNED=$PIN pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
+  port=$((port + 1)); pair "$RAW/ts-latev-2-r$r.json" $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+  port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   for size in 64 65536; do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"
