@@ -32,7 +32,7 @@ export const perConnection = (ms: number, count: number) => Math.round(((ms * 10
 /** A round's steps and their setup total. */
 const summary = (steps: Record<string, number>) => ({ us_per_conn: steps, setup_us_per_conn: setupTotal(steps) });
 
-/** Runs `round` WARMUP_ROUNDS times untimed, then MEASURED_ROUNDS times, and prints all of them (printRounds). */
+/** Runs `round` WARMUP_ROUNDS times untimed, then MEASURED_ROUNDS times; prints one JSON object with every round. */
 export async function measureRounds(count: number, round: () => Promise<Record<string, number>> | Record<string, number>): Promise<void> {
   const warmup: Record<string, number>[] = [];
   for (let i = 0; i < WARMUP_ROUNDS; i++) warmup.push(await round());

@@ -89,23 +89,25 @@ class ParseMemo {
     if (keys === null) return Object.is(input, this.values[0]) ? this.output : undefined;
     if (!isPlainObject(input)) return undefined;
     let index = 0;
-    let sameInstances = true;
+    /** The input's values, kept from the first instance that differs from the remembered one (each read once). */
+    let fresh: unknown[] | undefined;
     for (const key in input) {
       if (index === keys.length || key !== keys[index]) return undefined;
       const value = input[key];
-      const prototype = this.prototypes[index];
       if (!Object.is(value, this.values[index])) {
+        const prototype = this.prototypes[index];
         if (prototype === null || isPrimitive(value) || Object.getPrototypeOf(value) !== prototype) return undefined;
-        sameInstances = false;
+        fresh ??= this.values.slice(0, index);
       }
+      fresh?.push(value);
       index++;
     }
     if (index !== keys.length) return undefined;
-    if (sameInstances) return this.output;
+    if (fresh === undefined) return this.output;
     // zod passed the remembered instances through, so it would pass these the same way (see above).
     const output: Record<string, unknown> = { ...(this.output as Record<string, unknown>) };
-    for (let i = 0; i < keys.length; i++) if (this.prototypes[i] !== null) output[keys[i]!] = input[keys[i]!];
-    const memo = new ParseMemo(keys, keys.map((key) => input[key]), this.prototypes, Object.freeze(output));
+    for (let i = 0; i < keys.length; i++) if (this.prototypes[i] !== null) output[keys[i]!] = fresh[i];
+    const memo = new ParseMemo(keys, fresh, this.prototypes, Object.freeze(output));
     remember(memo);
     return memo.output;
   }

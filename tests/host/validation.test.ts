@@ -329,7 +329,12 @@ test('parse memo: class instances zod passes through are remembered by prototype
   assert.deepEqual({ ...second, signal: null }, { ...first, signal: null });
   assert.ok(Object.isFrozen(second));
   assert.equal(parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: otherSignal }), second, 'and is remembered in turn');
-  assert.notEqual(parseArgument('op', 'options', waitSchema, { timeoutMs: 6, signal: otherSignal }).timeoutMs, 5, 'a changed primitive is parsed again');
+  assert.equal(parseArgument('op', 'options', waitSchema, { timeoutMs: 6, signal: otherSignal }).timeoutMs, 6, 'a changed primitive is parsed again');
+  let reads = 0;
+  const third = new AbortController().signal;
+  const viaGetter = { timeoutMs: 6, get signal() { reads++; return third; } };
+  assert.equal(parseArgument('op', 'options', waitSchema, viaGetter).signal, third);
+  assert.equal(reads, 1, 'an accessor is read once');
   refused('not a signal', () => parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: {} }), 'options.signal', /AbortSignal/);
   class Impostor {}
   refused('an instance of another class', () => parseArgument('op', 'options', waitSchema, { timeoutMs: 5, signal: new Impostor() }), 'options.signal', /AbortSignal/);
