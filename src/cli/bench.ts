@@ -305,14 +305,9 @@ function latencyClient(link: Link, plan: Plan, progress: Progress | undefined): 
     progress?.tick(measured);
     deadline = Math.min(deadline, end + (i >= plan.warmup ? runFor : Number.POSITIVE_INFINITY));
     if (end > deadline) break;
-    if (pendingSignaled > 0) {
-      // Reap send completions; wait only when the send queue could fill.
-      const done = pendingSignaled >= 3 ? spinFor(sendCq, 16, 'send') : sendCq.poll(16);
-      checkStatuses(sendCq, done, 'send');
-      pendingSignaled -= done;
-    }
+    if (pendingSignaled > 0) pendingSignaled = reapSends(sendCq, pendingSignaled);
   }
-  finishSends(link, pendingSignaled);
+  waitForSends(link, pendingSignaled);
   return latencyStats(samples, measured, plan.size);
 }
 
@@ -347,13 +342,9 @@ async function latencyClientOnEvents(link: Link, plan: Plan, progress: Progress 
     progress?.tick(measured);
     deadline = Math.min(deadline, end + (i >= plan.warmup ? runFor : Number.POSITIVE_INFINITY));
     if (end > deadline) break;
-    if (pendingSignaled > 0) {
-      const done = pendingSignaled >= 3 ? spinFor(sendCq, 16, 'send') : sendCq.poll(16);
-      checkStatuses(sendCq, done, 'send');
-      pendingSignaled -= done;
-    }
+    if (pendingSignaled > 0) pendingSignaled = reapSends(sendCq, pendingSignaled);
   }
-  finishSends(link, pendingSignaled);
+  waitForSends(link, pendingSignaled);
   return latencyStats(samples, measured, plan.size);
 }
 
@@ -389,13 +380,9 @@ function latencyServer(link: Link, plan: Plan): LatencyResult {
     samples[measured] = (now - last) * 500;
     measured += (i > plan.warmup ? 1 : 0) & (measured < capacity ? 1 : 0);
     last = now;
-    if (pendingSignaled > 0) {
-      const done = pendingSignaled >= 3 ? spinFor(sendCq, 16, 'send') : sendCq.poll(16);
-      checkStatuses(sendCq, done, 'send');
-      pendingSignaled -= done;
-    }
+    if (pendingSignaled > 0) pendingSignaled = reapSends(sendCq, pendingSignaled);
   }
-  finishSends(link, pendingSignaled);
+  waitForSends(link, pendingSignaled);
   if (measured === 0) throw new BenchError('the client sent no measured iterations');
   return latencyStats(samples, measured, plan.size);
 }
@@ -422,13 +409,9 @@ async function latencyServerOnEvents(link: Link, plan: Plan): Promise<LatencyRes
     samples[measured] = (now - last) * 500;
     measured += (i > plan.warmup ? 1 : 0) & (measured < capacity ? 1 : 0);
     last = now;
-    if (pendingSignaled > 0) {
-      const done = pendingSignaled >= 3 ? spinFor(sendCq, 16, 'send') : sendCq.poll(16);
-      checkStatuses(sendCq, done, 'send');
-      pendingSignaled -= done;
-    }
+    if (pendingSignaled > 0) pendingSignaled = reapSends(sendCq, pendingSignaled);
   }
-  finishSends(link, pendingSignaled);
+  waitForSends(link, pendingSignaled);
   if (measured === 0) throw new BenchError('the client sent no measured iterations');
   return latencyStats(samples, measured, plan.size);
 }
@@ -494,7 +477,6 @@ function bandwidthClient(link: Link, plan: Plan, progress: Progress | undefined)
     progress?.tick(Math.max(0, completed - plan.warmup));
   }
   const elapsedUs = (performance.now() - startedAt) * 1000;
-  finishSends(link, 0);
   return bandwidthResult(plan.size, completed - plan.warmup, elapsedUs);
 }
 
@@ -540,8 +522,18 @@ function bandwidthServer(link: Link, plan: Plan): BandwidthResult {
   return bandwidthResult(plan.size, messages, (ended - started) * 1000);
 }
 
-/** Sends the zero-byte stop message once `pendingSignaled` earlier completions are in, and waits for it. */
-function finishSends(link: Link, pendingSignaled: number): void {
+/**
+ * Reaps the completions of signaled sends in a ping-pong and returns how many
+ * are still pending; it waits only when the send queue could fill.
+ */
+function reapSends(sendCq: CompletionQueue, pendingSignaled: number): number {
+  const done = pendingSignaled >= 3 ? spinFor(sendCq, 16, 'send') : sendCq.poll(16);
+  checkStatuses(sendCq, done, 'send');
+  return pendingSignaled - done;
+}
+
+/** Waits for the completions of the last `pendingSignaled` signaled sends (a loop's last ones, or the stop message). */
+function waitForSends(link: Link, pendingSignaled: number): void {
   const sendCq = link.qp.sendCq;
   while (pendingSignaled > 0) {
     const done = spinFor(sendCq, 16, 'send');
@@ -703,7 +695,7 @@ export async function runBench(argv: string[]): Promise<number> {
         : onEvents ? await latencyClientOnEvents(link, plan, progress) : latencyClient(link, plan, progress);
       progress?.done();
       link.stop.post();
-      finishSends(link, 1);
+      waitForSends(link, 1);
     } else {
       if (!json) process.stderr.write(`rdmacm bench ${mode}: waiting for a client on port ${port}\n`);
       ({ listener, link, plan } = await acceptClient(channel, port, mode));
