@@ -5,32 +5,43 @@ import { RdmaArgumentError } from './errors.js';
 
 /**
  * Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError.
- * The last successful parse of each schema is remembered for flat inputs
+ * The last few successful parses of each schema are remembered for flat inputs
  * (a primitive, or a plain object of primitive data properties and of class
  * instances that zod passed through as they are, like a CompletionQueue or an
  * AbortSignal): an equal input gets a frozen output without running zod
  * again. Calls repeat their options far more often than they change them,
  * and until V8 has optimized zod a parse costs many times the comparison (in
- * the rxe guest 50–400 µs against about 30). Schemas are pure, and this
- * package checks class instances by prototype only (instanceof, never their
- * state), so inputs equal in their primitives and in their instances'
- * prototypes always parse alike: a QP's own new CQ, or a send's other address
- * handle, costs no parse. The memo holds its last input's instances.
+ * the rxe guest 50–400 µs against about 30). A few, not one: a connection's
+ * connect, disconnect and waits take the same schema with their own timeouts.
+ * Schemas are pure, and this package checks class instances by prototype only
+ * (instanceof, never their state), so inputs equal in their primitives and in
+ * their instances' prototypes always parse alike: a QP's own new CQ, or a
+ * send's other address handle, costs no parse. The memos hold their inputs'
+ * instances.
  */
 export function parseArgument<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.output<S> {
-  const memo = memos.get(schema);
-  if (memo !== undefined) {
-    const remembered = memo.answer(value, (newer) => memos.set(schema, newer));
-    if (remembered !== undefined) return remembered as z.output<S>;
+  const remembered = memos.get(schema);
+  if (remembered !== undefined) {
+    for (let i = 0; i < remembered.length; i++) {
+      const memo = remembered[i]!.answering(value);
+      if (memo === undefined) continue;
+      remembered[i] = memo;
+      return memo.output as z.output<S>;
+    }
   }
   const result = schema.safeParse(value);
   if (!result.success) throw RdmaArgumentError.fromZod(operation, parameter, result.error);
-  const remembered = ParseMemo.of(value, result.data);
-  if (remembered) memos.set(schema, remembered);
+  const memo = ParseMemo.of(value, result.data);
+  if (memo !== undefined) {
+    if (remembered === undefined) memos.set(schema, [memo]);
+    else if (remembered.unshift(memo) > MEMOS_PER_SCHEMA) remembered.pop();
+  }
   return result.data;
 }
 
-const memos = new WeakMap<z.ZodType, ParseMemo>();
+/** Each schema's latest memos, the newest first. */
+const memos = new WeakMap<z.ZodType, ParseMemo[]>();
+const MEMOS_PER_SCHEMA = 4;
 
 const isPrimitive = (value: unknown): boolean => value === null || (typeof value !== 'object' && typeof value !== 'function');
 
@@ -79,14 +90,14 @@ class ParseMemo {
   }
 
   /**
-   * The remembered output for `input`, or undefined unless it has the same
-   * keys in the same order, the same primitives (Object.is) and instances of
-   * the same prototypes. Other instances than the remembered ones make a new
-   * memo, and its output carries them.
+   * This memo, or a new one like it, if `input` has the same keys in the same
+   * order, the same primitives (Object.is) and instances of the same
+   * prototypes; else undefined. Other instances than the remembered ones
+   * make the new memo, and its output carries them.
    */
-  answer(input: unknown, remember: (memo: ParseMemo) => void): unknown {
+  answering(input: unknown): ParseMemo | undefined {
     const keys = this.keys;
-    if (keys === null) return Object.is(input, this.values[0]) ? this.output : undefined;
+    if (keys === null) return Object.is(input, this.values[0]) ? this : undefined;
     if (!isPlainObject(input)) return undefined;
     let index = 0;
     /** The input's values, kept from the first instance that differs from the remembered one (each read once). */
@@ -103,13 +114,11 @@ class ParseMemo {
       index++;
     }
     if (index !== keys.length) return undefined;
-    if (fresh === undefined) return this.output;
+    if (fresh === undefined) return this;
     // zod passed the remembered instances through, so it would pass these the same way (see above).
     const output: Record<string, unknown> = { ...(this.output as Record<string, unknown>) };
     for (let i = 0; i < keys.length; i++) if (this.prototypes[i] !== null) output[keys[i]!] = fresh[i];
-    const memo = new ParseMemo(keys, fresh, this.prototypes, Object.freeze(output));
-    remember(memo);
-    return memo.output;
+    return new ParseMemo(keys, fresh, this.prototypes, Object.freeze(output));
   }
 }
 

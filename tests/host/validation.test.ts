@@ -301,6 +301,17 @@ test('parse memo: a changed value, key or key order is parsed again', () => {
   assert.notEqual(parseArgument('op', 'options', schema, { count: 3 }), reordered);
 });
 
+test('parse memo: a schema remembers its last four inputs', () => {
+  const schema = memoSchema();
+  const outputs = [1, 2, 3, 4].map((count) => parseArgument('op', 'options', schema, { count }));
+  for (const [i, count] of [1, 2, 3, 4].entries()) {
+    assert.equal(parseArgument('op', 'options', schema, { count }), outputs[i], `count ${count}: answered from the memo`);
+  }
+  parseArgument('op', 'options', schema, { count: 5 });
+  assert.notEqual(parseArgument('op', 'options', schema, { count: 1 }), outputs[0], 'the oldest was forgotten for the fifth');
+  assert.equal(parseArgument('op', 'options', schema, { count: 4 }), outputs[3], 'the newer ones were not');
+});
+
 test('parse memo: an input zod refuses is refused after a remembered good one', () => {
   const schema = memoSchema();
   parseArgument('op', 'options', schema, { count: 2 });
