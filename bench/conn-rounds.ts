@@ -29,8 +29,13 @@ export const setupTotal = (steps: Record<string, number>) =>
 /** µs per connection, to 0.01 µs, for a step that took `ms` for `count` connections. */
 export const perConnection = (ms: number, count: number) => Math.round(((ms * 1000) / count) * 100) / 100;
 
-/** A round's steps and their setup total. */
-const summary = (steps: Record<string, number>) => ({ us_per_conn: steps, setup_us_per_conn: setupTotal(steps) });
+/** One round as printed: µs per connection by step, and their setup total. */
+export interface ConnRound {
+  us_per_conn: Record<string, number>;
+  setup_us_per_conn: number;
+}
+
+const summary = (steps: Record<string, number>): ConnRound => ({ us_per_conn: steps, setup_us_per_conn: setupTotal(steps) });
 
 /** Runs `round` WARMUP_ROUNDS times untimed, then MEASURED_ROUNDS times; prints one JSON object with every round. */
 export async function measureRounds(count: number, round: () => Promise<Record<string, number>> | Record<string, number>): Promise<void> {

@@ -5,7 +5,7 @@
 //   node dist/bench/report.js RAW_DIR STAMP WHERE
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setupTotal } from './conn-rounds.js';
+import { setupTotal, type ConnRound } from './conn-rounds.js';
 
 const [raw, stamp = new Date().toISOString(), where = 'unknown'] = process.argv.slice(2);
 if (!raw) {
@@ -116,10 +116,6 @@ const writeBw = collect(/^c-wbw-65536-r\d+\.txt$/, perftest);
 raw_.write_bw_65536 = writeBw;
 row('ib_write_bw 65536 B (C only, reference)', 'MB/s', null, pick(writeBw, 'BW average[MB/sec]'), '—', null, `${writeBw.length} C`);
 
-interface ConnRound {
-  us_per_conn: Record<string, number>;
-  setup_us_per_conn: number;
-}
 interface TsConnRun {
   /** The rounds after the warm-up (bench/conn-rounds.ts: MEASURED_ROUNDS). */
   measured_rounds: ConnRound[];
@@ -138,6 +134,7 @@ raw_.connection_setup = { ts: tsConn, c: cConn, raw_layer: rawConn };
 const tsRounds = tsConn.flatMap((t) => t.measured_rounds);
 const rawRounds = rawConn.flatMap((t) => t.measured_rounds);
 const connRuns = `${tsRounds.length} TS, ${cConn.length} C rounds`;
+const perProcessRuns = `${tsConn.length} TS runs, ${cConn.length} C rounds`;
 const cSetup = median(cConn.map(setupTotal));
 // Connection setup = every step before the connection carries data (create id → connect), summed as the binding's clients sum it.
 row('connection setup per conn (create id→connect)', 'µs', median(tsRounds.map((t) => t.setup_us_per_conn)), cSetup, '≤ 1.2×', (r) => r <= 1.2, connRuns);
@@ -145,10 +142,10 @@ for (const step of ['create_id', 'resolve_addr', 'resolve_route', 'create_qp', '
   row(`  step ${step.replace('_', ' ')}`, 'µs', median(tsRounds.map((t) => t.us_per_conn[step]!)), median(cConn.map((c) => c[step]!)), '—', null, connRuns);
 }
 row('connection setup, raw layer only (no safe API)', 'µs', median(rawRounds.map((t) => t.setup_us_per_conn)), cSetup, '—', null, `${rawRounds.length} raw, ${cConn.length} C rounds`);
-row('connection setup, cold first round (TS)', 'µs', median(tsConn.map((t) => t.warmup_rounds[0]?.setup_us_per_conn ?? NaN)), cSetup, '—', null, `${tsConn.length} TS runs, ${cConn.length} C rounds`);
+row('connection setup, cold first round (TS)', 'µs', median(tsConn.map((t) => t.warmup_rounds[0]?.setup_us_per_conn ?? NaN)), cSetup, '—', null, perProcessRuns);
 // While V8 still optimizes the setup path (see WARMUP_ROUNDS): rounds 2–13, where the measured round was until 2026-11-23.
 const warming = (t: TsConnRun) => median(t.warmup_rounds.slice(1, 13).map((round) => round.setup_us_per_conn)) ?? NaN;
-row('connection setup, warming rounds 2–13 (TS)', 'µs', median(tsConn.map(warming)), cSetup, '—', null, `${tsConn.length} TS runs, ${cConn.length} C rounds`);
+row('connection setup, warming rounds 2–13 (TS)', 'µs', median(tsConn.map(warming)), cSetup, '—', null, perProcessRuns);
 
 const heap = existsSync(join(raw, 'heap.json')) ? json(read('heap.json')) : undefined;
 raw_.heap = heap;
