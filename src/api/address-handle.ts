@@ -1,6 +1,7 @@
 // An address handle (struct ibv_ah): where a UD send goes. Made from the UD
 // parameters the connection manager reports (ESTABLISHED on a UDP-port-space
 // id, MULTICAST_JOIN), or from a received completion to answer its sender.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { checkPointer, checkVerbs } from '../ffi/errors.js';

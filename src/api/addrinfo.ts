@@ -1,5 +1,6 @@
 // rdma_getaddrinfo results: iterable entries with decoded addresses, freed
 // exactly once (close() or `using`).
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';

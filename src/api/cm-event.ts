@@ -1,5 +1,6 @@
 // Connection-manager events (struct rdma_cm_event) copied into plain objects,
 // and the typed errors that event statuses become.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import type { Pointer } from '../ffi/library.js';
 import { errnoName } from '../ffi/errors.js';

@@ -3,6 +3,8 @@
 // asynchronous: its operations return promises settled by the channel's events.
 // An id without a channel is synchronous, as in the man pages: each call blocks
 // the thread until librdmacm has the result.
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';

@@ -5,6 +5,7 @@
 // - waitOne(): blocks the thread, as rdma_get_send_comp/rdma_get_recv_comp do;
 // - next(): a Promise, on the event loop (req_notify_cq, then get_cq_event when
 //   libuv sees the channel readable; acks batched), or busy-polling in mode 'busy-poll'.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkPointer, checkVerbs } from '../ffi/errors.js';

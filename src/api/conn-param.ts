@@ -1,5 +1,6 @@
 // Connection parameters (struct rdma_conn_param): documented defaults, the
 // private-data limits, and the encoding for rdma_connect/rdma_accept.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { rdma_conn_param } from '../structs/rdma-cma.js';

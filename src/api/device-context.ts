@@ -1,5 +1,6 @@
 // An open RDMA device (struct ibv_context): owned when opened here, borrowed
 // when it belongs to a connection-manager id (librdmacm closes those).
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { libibverbs } from '../ffi/libibverbs.js';

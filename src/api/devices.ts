@@ -1,5 +1,6 @@
 // Device discovery: every RDMA device with its limits, ports and GID tables,
 // as plain JSON-serialisable data (what ibv_devinfo -v shows).
+import { Buffer } from 'node:buffer';
 import { readdirSync, readFileSync } from 'node:fs';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';

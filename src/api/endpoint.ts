@@ -1,5 +1,6 @@
 // rdma_create_ep: an id, its address resolved (active) or bound (passive), and
 // for the active side a queue pair, in one call. Synchronous, as the man page.
+import { Buffer } from 'node:buffer';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { checkRdma } from '../ffi/errors.js';

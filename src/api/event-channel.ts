@@ -2,6 +2,8 @@
 // watched through libuv; each event is copied out and acked at once (so
 // rdma_destroy_id never waits on us), then handed to the operation waiting for
 // it on its id, or to the channel's async iterator, or queued on its id.
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { RdmaError, checkPointer } from '../ffi/errors.js';

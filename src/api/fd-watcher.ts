@@ -1,6 +1,8 @@
 // Calls back when a file descriptor is readable, on Node's event loop through
 // libuv (koffi.node.poll): no thread is parked in a blocking call, and a
 // watcher nobody is interested in does not keep the process alive.
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 import koffi from 'koffi';
 import type { node as koffiNode } from 'koffi';
 import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../ffi/libc.js';

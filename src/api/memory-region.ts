@@ -2,6 +2,7 @@
 // registered, so that memory can neither be freed nor moved while the device
 // may touch it; after deregister() any post that names the region is refused
 // before native code.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkVerbs } from '../ffi/errors.js';

@@ -1,5 +1,6 @@
 // Small native scratch areas owned by JavaScript: a Buffer whose memory lives
 // off the V8 heap (so it never moves) and whose address is taken once.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import type { Pointer } from '../ffi/library.js';
 

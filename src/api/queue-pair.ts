@@ -1,5 +1,6 @@
 // A queue pair (struct ibv_qp) made by rdma_create_qp or rdma_create_ep on a
 // CmId: posting sends and receives, and taking their completions.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
 import { toAddress, type Pointer } from '../ffi/library.js';

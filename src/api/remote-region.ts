@@ -1,5 +1,6 @@
 // A region's remote descriptor (address, rkey, length) in 16 bytes, to hand a
 // peer through private data or a send: big-endian u64 address, u32 rkey, u32 length.
+import { Buffer } from 'node:buffer';
 import { z } from 'zod';
 import { argumentError, bytes, parseArgument, u32 } from './validate.js';
 import type { RemoteRegion } from './memory-region.js';

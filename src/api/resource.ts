@@ -1,6 +1,7 @@
 // What every safe resource shares: one native handle, a parent it keeps alive,
 // children (and users) it closes first, idempotent close(), `using` support,
 // and a ResourceClosedError for any use after close.
+import process from 'node:process';
 import { ResourceClosedError } from './errors.js';
 import type { Pointer } from '../ffi/library.js';
 

@@ -1,5 +1,6 @@
 // Socket addresses between their C form (sockaddr_in/sockaddr_in6 in memory)
 // and plain `{ family, address, port }` objects.
+import { Buffer } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
 import { AF_INET, AF_INET6, AF_IB } from '../structs/socket.js';
 

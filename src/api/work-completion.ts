@@ -1,5 +1,6 @@
 // Work completions (struct ibv_wc) as typed objects, and the error that carries
 // a failed one.
+import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { ibv_wc } from '../structs/verbs-work.js';

@@ -1,6 +1,7 @@
 // The part every command's argument handling shares: parse strictly with
 // util.parseArgs, print one line and the usage for a bad argument (exit 1),
 // and the usage for --help (exit 0).
+import process from 'node:process';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
 type Options = NonNullable<ParseArgsConfig['options']>;

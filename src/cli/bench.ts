@@ -3,6 +3,9 @@
 // Connection setup is the asynchronous API on the event loop; the measured
 // loops are synchronous busy-polls over prepared work requests and cq.poll(),
 // with nothing allocated per iteration.
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+import process from 'node:process';
 import { writeSync } from 'node:fs';
 import { parseCommandArgs, usageError } from './arguments.js';
 import { listDevices } from '../api/devices.js';

@@ -1,5 +1,6 @@
 // `rdmacm devices`: the RDMA devices here, as ibv_devices (a table), ibv_devinfo -v
 // (-v) or JSON (--json).
+import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
 import { listDevices, type DeviceInfo, type PortInfo } from '../api/devices.js';
 

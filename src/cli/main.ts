@@ -1,4 +1,5 @@
 // The rdmacm command line: finds the command and hands it the rest of argv.
+import process from 'node:process';
 import { parseArgs } from 'node:util';
 import { packageVersion } from './package-info.js';
 import { commands } from './commands.js';

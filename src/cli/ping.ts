@@ -3,6 +3,8 @@
 // big-endian), the server RDMA-reads it and says "go ahead"; the client
 // advertises its sink buffer, the server RDMA-writes the data back and says
 // "go ahead" again; the client compares source and sink (-V).
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
 import { parseCommandArgs, usageError } from './arguments.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { EventChannel } from '../api/event-channel.js';

@@ -1,6 +1,7 @@
 // `rdmacm repl`: node:repl with the whole public API preloaded as globals,
 // helpers to explore the devices, top-level await, and every resource the
 // session created closed (newest first) when it ends.
+import process from 'node:process';
 import repl, { type REPLServer } from 'node:repl';
 import { createInterface } from 'node:readline';
 import { PassThrough, type Readable } from 'node:stream';

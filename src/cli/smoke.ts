@@ -1,6 +1,9 @@
 // `rdmacm smoke`: one pass over the whole stack on this host's RDMA device —
 // device found, rdma_cm connection, send/recv both ways, RDMA write then read,
 // clean teardown — with one timed line per step.
+import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
+import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
 import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';

@@ -3,6 +3,7 @@
 // through context->ops; rdma_verbs.h's helpers wrap them. No symbol exists for
 // any of them, so the function pointers are read from struct ibv_context_ops
 // and bound once per context.
+import { Buffer } from 'node:buffer';
 import koffi, { type TypeObject } from 'koffi';
 import { libibverbs } from './libibverbs.js';
 import { readPointer, type Address, type Pointer, type PointerArg } from './library.js';

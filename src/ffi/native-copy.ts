@@ -1,6 +1,7 @@
 // Copies out of native memory with one libc memcpy. Cheaper than a koffi.view
 // (which builds an external ArrayBuffer) or a koffi.decode per field, and it
 // matters where structs are read once per connection or per event.
+import { Buffer } from 'node:buffer';
 import { libc } from './libc.js';
 import type { Pointer } from './library.js';
 
