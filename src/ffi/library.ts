@@ -150,14 +150,34 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
   };
 
   const bound: Record<string, unknown> = {};
-  for (const [name, spec] of Object.entries(table)) {
+  // The first use of any function binds them all, so the object changes shape
+  // once. Bound one at a time, it changed shape at every first call, and the
+  // busiest call sites, having seen too many shapes, fell back to a generic
+  // property lookup at every call (Builtins_LoadIC in a profile of connection setup).
+  let allBound = false;
+  const bindAll = () => {
+    if (allBound) return;
+    for (const [name, spec] of Object.entries(table)) {
+      let fn: unknown;
+      try {
+        fn = bind(name, spec);
+      } catch (error) {
+        if (error instanceof LibraryLoadError) throw error;
+        fn = () => {
+          throw error;
+        };
+      }
+      Object.defineProperty(bound, name, { value: fn, enumerable: true });
+    }
+    allBound = true;
+  };
+  for (const name of Object.keys(table)) {
     Object.defineProperty(bound, name, {
       enumerable: true,
       configurable: true,
       get() {
-        const fn = bind(name, spec);
-        Object.defineProperty(bound, name, { value: fn, enumerable: true });
-        return fn;
+        bindAll();
+        return bound[name];
       },
     });
   }
