@@ -37,6 +37,9 @@ export interface RawCmEvent {
   readonly status: number;
   readonly idHandle: Pointer;
   readonly listenIdHandle: Pointer | null;
+  /** The same two pointers as Numbers (0: none), to look ids up by. */
+  readonly idAddress: number;
+  readonly listenIdAddress: number;
   /** For connection events (requests, responses, ESTABLISHED, rejections) of an RC id. */
   readonly conn: EventConnParam | undefined;
   /** For events of a UD id and multicast events. Neither is set for address, route and disconnect events. */
@@ -64,6 +67,9 @@ const UD_EVENTS = new Set<string>(['MULTICAST_JOIN', 'MULTICAST_ERROR']);
 /** Events whose param union holds nothing (rdma_cm(7)): they get neither conn nor ud. */
 const NO_PARAM_EVENTS = new Set<string>(['ADDR_RESOLVED', 'ADDR_ERROR', 'ROUTE_RESOLVED', 'ROUTE_ERROR', 'DISCONNECTED', 'DEVICE_REMOVAL', 'TIMEWAIT_EXIT', 'ADDR_CHANGE']);
 
+/** A pointer field as a Number: exact below 2^53, which holds every user-space address on Linux. */
+const addressAt = (v: DataView, offset: number) => v.getUint32(offset, true) + v.getUint32(offset + 4, true) * 2 ** 32;
+
 function copyPrivateData(address: Pointer | null, length: number): Buffer {
   if (!address || length === 0) return Buffer.alloc(0);
   return nativeBytes(address, length);
@@ -74,7 +80,7 @@ function copyPrivateData(address: Pointer | null, length: number): Buffer {
  * `udPortSpace` says whether the event's id is UD, or looks it up by id handle
  * (a channel serves ids of both kinds).
  */
-export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idHandle: Pointer) => boolean)): RawCmEvent {
+export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idAddress: number) => boolean)): RawCmEvent {
   // One copy of the whole struct instead of a native decode per field: events
   // are read on the event loop, often hundreds at a time. Every field is read
   // before anything else takes the shared snapshot.
@@ -82,11 +88,13 @@ export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idHandle: P
   const type = CmEventType.nameOf(v.getInt32(EVENT.event, true));
   const status = v.getInt32(EVENT.status, true);
   const idHandle = v.getBigUint64(EVENT.id, true);
-  const listen = v.getBigUint64(EVENT.listenId, true);
+  const idAddress = addressAt(v, EVENT.id);
+  const listenIdAddress = addressAt(v, EVENT.listenId);
+  const listenIdHandle = listenIdAddress === 0 ? null : v.getBigUint64(EVENT.listenId, true);
   let conn: EventConnParam | undefined;
   let ud: EventUdParam | undefined;
-  if (NO_PARAM_EVENTS.has(type)) return { type, status, idHandle, listenIdHandle: listen === 0n ? null : listen, conn, ud };
-  if (UD_EVENTS.has(type) || (typeof udPortSpace === 'boolean' ? udPortSpace : udPortSpace(idHandle))) {
+  if (NO_PARAM_EVENTS.has(type)) return { type, status, idHandle, listenIdHandle, idAddress, listenIdAddress, conn, ud };
+  if (UD_EVENTS.has(type) || (typeof udPortSpace === 'boolean' ? udPortSpace : udPortSpace(idAddress))) {
     const p = koffi.decode(event, EVENT.param, rdma_ud_param) as RdmaUdParam;
     ud = { privateData: copyPrivateData(p.private_data, p.private_data_len), ahAttr: p.ah_attr, qpNum: p.qp_num, qkey: p.qkey };
   } else {
@@ -101,7 +109,7 @@ export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idHandle: P
       qpNum: v.getUint32(EVENT.qpNum, true),
     };
   }
-  return { type, status, idHandle, listenIdHandle: listen === 0n ? null : listen, conn, ud };
+  return { type, status, idHandle, listenIdHandle, idAddress, listenIdAddress, conn, ud };
 }
 
 /** A connection-manager event as the safe API hands it out: ids are the API's own objects. */

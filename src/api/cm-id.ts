@@ -4,7 +4,6 @@
 // An id without a channel is synchronous, as in the man pages: each call blocks
 // the thread until librdmacm has the result.
 import { Buffer } from 'node:buffer';
-import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
@@ -22,7 +21,7 @@ import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-par
 import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
 import { ResourceClosedError } from './errors.js';
-import { EventChannel, type Deadline, type EventTarget } from './event-channel.js';
+import { EventChannel, type EventTarget } from './event-channel.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { AddressHandle } from './address-handle.js';
@@ -68,6 +67,14 @@ export const waitSchema = z.strictObject({
 export type WaitOptions = z.input<typeof waitSchema>;
 
 const resolveSchema = waitSchema.extend({ source: endpointSchema.optional() });
+const joinSchema = waitSchema.extend({ sendOnly: z.boolean().default(false) });
+
+/** Parses the options of an operation about to be issued: an aborted signal stops it before the call. */
+function issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined }>>(operation: string, schema: S, options: unknown): z.output<S> {
+  const parsed = parseArgument(operation, 'options', schema, options);
+  parsed.signal?.throwIfAborted();
+  return parsed;
+}
 export type ResolveAddrOptions = z.input<typeof resolveSchema>;
 
 /** rdma_create_srq's attributes. */
@@ -120,13 +127,25 @@ export interface Established {
   readonly ud: EventUdParam | undefined;
 }
 
+// The executor of every waiter's promise hands its settle functions over here,
+// so a wait allocates no executor closure (nor compiles one, at its first call).
+let takenResolve: ((event: ConnectionEvent) => void) | undefined;
+let takenReject: ((error: unknown) => void) | undefined;
+function takeSettleFunctions(resolve: (event: ConnectionEvent) => void, reject: (error: unknown) => void): void {
+  takenResolve = resolve;
+  takenReject = reject;
+}
+
 /**
  * An operation waiting on an id for one of `expected`. It ends at the first of:
  * that event, an ending event, its deadline (the channel's timer), its abort
  * signal, or the id's close. One object, no closures: hundreds may wait at once.
  */
-class Waiter implements Deadline {
+class Waiter {
   readonly deadline: number;
+  readonly promise: Promise<ConnectionEvent>;
+  readonly #onResolve: (event: ConnectionEvent) => void;
+  readonly #onReject: (error: unknown) => void;
   #settled = false;
 
   constructor(
@@ -134,24 +153,27 @@ class Waiter implements Deadline {
     readonly expected: readonly CmEventTypeName[],
     private readonly timeoutMs: number | undefined,
     private readonly signal: AbortSignal | undefined,
-    private readonly waiters: Set<Waiter>,
+    /** The id's waiters, a plain array: a Set would hash and rehash a new object for every wait. */
+    private readonly waiters: Waiter[],
     private readonly channel: EventChannel,
-    private readonly onResolve: (event: ConnectionEvent) => void,
-    private readonly onReject: (error: unknown) => void,
   ) {
-    this.deadline = timeoutMs === undefined ? Infinity : performance.now() + timeoutMs;
     // First: a closed channel refuses, and then nothing is left registered.
-    channel.expect(this);
-    waiters.add(this);
+    this.deadline = channel.expect(timeoutMs);
+    this.promise = new Promise(takeSettleFunctions);
+    this.#onResolve = takenResolve!;
+    this.#onReject = takenReject!;
+    // Not held beyond this: a settled promise keeps its event, and the event its id.
+    takenResolve = takenReject = undefined;
+    waiters.push(this);
     signal?.addEventListener('abort', this, { once: true });
   }
 
   resolve(event: ConnectionEvent): void {
-    if (this.#settle()) this.onResolve(event);
+    if (this.#settle()) this.#onResolve(event);
   }
 
   reject(error: unknown): void {
-    if (this.#settle()) this.onReject(error);
+    if (this.#settle()) this.#onReject(error);
   }
 
   /** The channel's timer: the deadline passed. */
@@ -167,9 +189,15 @@ class Waiter implements Deadline {
   #settle(): boolean {
     if (this.#settled) return false;
     this.#settled = true;
-    this.waiters.delete(this);
+    // In order: offerEvent walks the array while waiters leave it.
+    const waiters = this.waiters;
+    const index = waiters.indexOf(this);
+    if (index >= 0) {
+      for (let i = index; i < waiters.length - 1; i++) waiters[i] = waiters[i + 1]!;
+      waiters.pop();
+    }
     this.signal?.removeEventListener('abort', this);
-    this.channel.settle(this);
+    this.channel.settle();
     return true;
   }
 }
@@ -201,8 +229,8 @@ export class CmId extends Resource implements EventTarget {
   /** Set for ids made by rdma_create_ep (and their requests): destroyed with rdma_destroy_ep. */
   readonly #endpoint: boolean;
   #inbox: ConnectionEvent[] = [];
-  /** Operations waiting for events on this id (an operation, and possibly waitForDisconnect). */
-  readonly #waiters = new Set<Waiter>();
+  /** Operations waiting for events on this id (an operation, and possibly waitForDisconnect), oldest first. */
+  readonly #waiters: Waiter[] = [];
   #disconnected = false;
   /** For ids that arrived as connection requests: what the peer sent. */
   readonly request: EventConnParam | undefined;
@@ -326,20 +354,21 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_resolve_addr';
     this.ensureOpen(operation);
     const dst = parseArgument(operation, 'destination', endpointSchema, destination);
-    const o = parseArgument(operation, 'options', resolveSchema, options);
+    const o = issueOptions(operation, resolveSchema, options);
     const cTimeout = o.timeoutMs ?? 2000;
     const source = o.source ? encodeSocketAddress(o.source.address, o.source.port) : null;
-    await this.#run(operation, ['ADDR_RESOLVED'], o, cTimeout, () =>
-      librdmacm.rdma_resolve_addr(this.handle, source, sockaddrOf(dst), cTimeout));
+    checkRdma(operation, librdmacm.rdma_resolve_addr(this.handle, source, sockaddrOf(dst), cTimeout));
+    await this.#eventAfter(operation, ['ADDR_RESOLVED'], o, cTimeout);
   }
 
   /** rdma_resolve_route (ROUTE_RESOLVED). Default timeout 2000 ms. */
   async resolveRoute(options: WaitOptions = {}): Promise<void> {
     const operation = 'rdma_resolve_route';
     this.ensureOpen(operation);
-    const o = parseArgument(operation, 'options', waitSchema, options);
+    const o = issueOptions(operation, waitSchema, options);
     const cTimeout = o.timeoutMs ?? 2000;
-    await this.#run(operation, ['ROUTE_RESOLVED'], o, cTimeout, () => librdmacm.rdma_resolve_route(this.handle, cTimeout));
+    checkRdma(operation, librdmacm.rdma_resolve_route(this.handle, cTimeout));
+    await this.#eventAfter(operation, ['ROUTE_RESOLVED'], o, cTimeout);
   }
 
   /**
@@ -441,9 +470,9 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_connect';
     this.ensureOpen(operation);
     const encoded = encodeConnParam(operation, param, 'connect', this.#transport());
-    const o = parseArgument(operation, 'options', waitSchema, options);
-    const event = await this.#run(operation, ['ESTABLISHED'], o, 10_000, () => librdmacm.rdma_connect(this.handle, encoded.struct));
-    void encoded;
+    const o = issueOptions(operation, waitSchema, options);
+    checkRdma(operation, librdmacm.rdma_connect(this.handle, encoded.struct));
+    const event = await this.#eventAfter(operation, ['ESTABLISHED'], o, 10_000);
     return { privateData: event?.conn?.privateData ?? event?.ud?.privateData ?? Buffer.alloc(0), conn: event?.conn, ud: event?.ud };
   }
 
@@ -485,9 +514,10 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_accept';
     this.ensureOpen(operation);
     const encoded = encodeConnParam(operation, param, 'accept', this.#transport());
-    const o = parseArgument(operation, 'options', waitSchema, options);
+    const o = issueOptions(operation, waitSchema, options);
     const expected: CmEventTypeName[] = this.udPortSpace ? [] : ['ESTABLISHED'];
-    await this.#run(operation, expected, o, 10_000, () => librdmacm.rdma_accept(this.handle, encoded.struct));
+    checkRdma(operation, librdmacm.rdma_accept(this.handle, encoded.struct));
+    await this.#eventAfter(operation, expected, o, 10_000);
   }
 
   /** rdma_reject, with optional private data for the peer (RC: up to 148 bytes). */
@@ -529,13 +559,14 @@ export class CmId extends Resource implements EventTarget {
   async disconnect(options: WaitOptions = {}): Promise<void> {
     const operation = 'rdma_disconnect';
     this.ensureOpen(operation);
-    const o = parseArgument(operation, 'options', waitSchema, options);
+    const o = issueOptions(operation, waitSchema, options);
     if (this.#disconnected) {
       this.#dropKept('DISCONNECTED');
       librdmacm.rdma_disconnect(this.handle);
       return;
     }
-    await this.#run(operation, ['DISCONNECTED'], o, 5_000, () => librdmacm.rdma_disconnect(this.handle));
+    checkRdma(operation, librdmacm.rdma_disconnect(this.handle));
+    await this.#eventAfter(operation, ['DISCONNECTED'], o, 5_000);
   }
 
   /** Resolves when the connection ends (the peer's rdma_disconnect, or an error); then call disconnect(). */
@@ -559,7 +590,7 @@ export class CmId extends Resource implements EventTarget {
     this.ensureOpen(operation);
     if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
     if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
-    const busy = [...this.#waiters].map((w) => w.operation);
+    const busy = this.#waiters.map((w) => w.operation);
     if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
     checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
     this.#channel?.detach(this.handle);
@@ -591,16 +622,17 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_join_multicast';
     this.ensureOpen(operation);
     const g = parseArgument(operation, 'group', z.strictObject({ address: ipAddress }), group);
-    const { sendOnly, ...waiting } = parseArgument(operation, 'options', waitSchema.extend({ sendOnly: z.boolean().default(false) }), options);
+    const { sendOnly, ...waiting } = issueOptions(operation, joinSchema, options);
     const address = encodeSocketAddress(g.address, 0);
-    let call = () => librdmacm.rdma_join_multicast(this.handle, address, null);
     if (sendOnly) {
       if (!librdmacm.has('rdma_join_multicast_ex')) throw new UnsupportedError('a send-only multicast join', 'by the installed librdmacm (it needs RDMACM_1.1)');
       const attr = Buffer.alloc(rdma_cm_join_mc_attr_ex.size);
       koffi.encode(attr, rdma_cm_join_mc_attr_ex, { comp_mask: 0b11, join_flags: 1 /* SENDONLY_FULLMEMBER */, addr: koffi.address(address) });
-      call = () => librdmacm.rdma_join_multicast_ex(this.handle, attr, null);
+      checkRdma(operation, librdmacm.rdma_join_multicast_ex(this.handle, attr, null));
+    } else {
+      checkRdma(operation, librdmacm.rdma_join_multicast(this.handle, address, null));
     }
-    const event = await this.#run(operation, ['MULTICAST_JOIN'], waiting, 5_000, call);
+    const event = await this.#eventAfter(operation, ['MULTICAST_JOIN'], waiting, 5_000);
     const ud = event?.ud;
     if (!ud) throw new RdmaError(operation, 5 /* EIO */, 'the join reported no UD parameters');
     return { address: g.address, ud };
@@ -666,18 +698,16 @@ export class CmId extends Resource implements EventTarget {
   }
 
   /**
-   * Issues a call and, on an asynchronous id, waits for the event that ends it.
-   * On a synchronous id the call itself blocked until then; its event (if any)
-   * is what librdmacm left in id->event.
+   * The event that ends an operation just issued. On an asynchronous id, waits
+   * for it; on a synchronous id the call itself blocked until then, and its
+   * event (if any) is what librdmacm left in id->event.
    */
-  #run(
+  #eventAfter(
     operation: string, expected: readonly CmEventTypeName[], options: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined },
-    defaultTimeoutMs: number, call: () => number,
+    defaultTimeoutMs: number,
   ): Promise<ConnectionEvent | undefined> {
-    options.signal?.throwIfAborted();
-    checkRdma(operation, call());
     if (!this.#channel || expected.length === 0) return Promise.resolve(this.#syncEvent());
-    // Events are read on the event loop, so the one this call causes cannot have been taken yet.
+    // Events are read on the event loop, so the one this call caused cannot have been taken yet.
     return this.#wait(operation, expected, (options.timeoutMs ?? defaultTimeoutMs) + 1000, options.signal, true);
   }
 
@@ -703,10 +733,7 @@ export class CmId extends Resource implements EventTarget {
       if (index >= 0) return Promise.resolve(this.#inbox.splice(index, 1)[0]!);
     }
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const channel = this.#channel!;
-    return new Promise<ConnectionEvent>((resolve, reject) => {
-      new Waiter(operation, expected, timeoutMs, signal, this.#waiters, channel, resolve, reject);
-    });
+    return new Waiter(operation, expected, timeoutMs, signal, this.#waiters, this.#channel!).promise;
   }
 
   /**
@@ -718,8 +745,11 @@ export class CmId extends Resource implements EventTarget {
     if (typed.type === 'DISCONNECTED') this.#disconnected = true;
     let taken = false;
     let expectedBySomeone = false;
-    // A settled waiter leaves the set as we go, which a Set's iteration allows; none joins synchronously.
-    for (const waiter of this.#waiters) {
+    // A waiter that settles leaves the array at once (the next one moves into
+    // its place); none joins synchronously.
+    const waiters = this.#waiters;
+    for (let i = 0; i < waiters.length;) {
+      const waiter = waiters[i]!;
       if (waiter.expected.includes(typed.type as CmEventTypeName)) {
         expectedBySomeone = true;
         taken = true;
@@ -728,10 +758,21 @@ export class CmId extends Resource implements EventTarget {
         taken = true;
         waiter.reject(new ConnectionError(waiter.operation, typed.type, typed.status, typed.conn?.privateData ?? typed.ud?.privateData));
       }
+      if (waiters[i] === waiter) i++;
     }
     // A disconnect that only ended another operation stays visible for a later waitForDisconnect().
     if (typed.type === 'DISCONNECTED' && taken && !expectedBySomeone) this.#inbox.push(typed);
     return taken;
+  }
+
+  /** @internal Called by the channel's deadline timer. */
+  expireWaiters(now: number): number {
+    let next = Infinity;
+    for (const waiter of [...this.#waiters]) {
+      if (waiter.deadline <= now) waiter.expire();
+      else next = Math.min(next, waiter.deadline);
+    }
+    return next;
   }
 
   /** @internal Called by the channel when it can no longer read events. */

@@ -2,7 +2,6 @@
 // watched through libuv; each event is copied out and acked at once (so
 // rdma_destroy_id never waits on us), then handed to the operation waiting for
 // it on its id, or to the channel's async iterator, or queued on its id.
-import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { librdmacm } from '../ffi/librdmacm.js';
@@ -12,6 +11,7 @@ import { rdma_event_channel } from '../structs/rdma-cma.js';
 
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from './fd-watcher.js';
+import { nativeScratch } from './native-memory.js';
 import { Resource } from './resource.js';
 import type { CmId } from './cm-id.js';
 
@@ -24,12 +24,8 @@ export interface EventTarget {
   keepEvent(event: CmEvent<EventTarget>): void;
   /** The channel cannot read events any more: every pending operation fails with `error`. */
   failPending(error: unknown): void;
-}
-
-/** An operation that gives up at `deadline` (performance.now() time): the channel calls expire() then. */
-export interface Deadline {
-  readonly deadline: number;
-  expire(): void;
+  /** Ends the operations whose deadline (performance.now() time) is past; returns the nearest deadline left, or Infinity. */
+  expireWaiters(now: number): number;
 }
 
 /** Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
@@ -38,13 +34,14 @@ export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener
 export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId>> {
   readonly fd: number;
   readonly #watcher: FdWatcher;
-  readonly #targets = new Map<Pointer, EventTarget>();
-  readonly #eventSlot = Buffer.alloc(8);
+  /** The ids on this channel by address: a Map lookup by BigInt compares with a runtime call. */
+  readonly #targets = new Map<number, EventTarget>();
+  /** rdma_get_cm_event's out-parameter. */
+  readonly #eventSlot = nativeScratch(8);
   /** Whether an event's id carries UD parameters (bound once: called for every event). */
-  readonly #isUdPortSpace = (idHandle: Pointer): boolean => this.#targets.get(idHandle)?.udPortSpace ?? false;
+  readonly #isUdPortSpace = (idAddress: number): boolean => this.#targets.get(idAddress)?.udPortSpace ?? false;
   #demand = 0;
-  /** Deadlines of the operations waiting here, all served by one timer set for the nearest. */
-  readonly #deadlines = new Set<Deadline>();
+  /** One timer for the deadlines of every operation waiting here, set for the nearest. */
   #deadlineTimer: NodeJS.Timeout | undefined;
   #deadlineTimerDue = Infinity;
   #iterators = 0;
@@ -64,33 +61,53 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   /** @internal Routes events of `idHandle` to `target`. */
   attach(idHandle: Pointer, target: EventTarget): void {
     this.ensureOpen('attach');
-    this.#targets.set(idHandle, target);
+    this.#targets.set(Number(idHandle), target);
   }
 
   /** @internal */
   detach(idHandle: Pointer): void {
-    this.#targets.delete(idHandle);
+    this.#targets.delete(Number(idHandle));
   }
 
   /**
    * @internal An operation starts waiting for an event: read the fd whenever it
-   * is readable until the operation is served, and expire it at its deadline,
-   * if it has one. Nothing is read now: the operation was issued just now, and
-   * its event is rarely there yet (a read would only find EAGAIN).
+   * is readable until the operation is served, and have its id expire it once
+   * `timeoutMs` has passed. Returns its deadline (performance.now() time).
+   * Nothing is read now: the operation was issued just now, and its event is
+   * rarely there yet (a read would only find EAGAIN).
    */
-  expect(deadline?: Deadline): void {
+  expect(timeoutMs?: number): number {
     this.ensureOpen('wait for an event');
     this.#demand++;
-    if (deadline && deadline.deadline !== Infinity) {
-      this.#deadlines.add(deadline);
-      if (deadline.deadline < this.#deadlineTimerDue) this.#armDeadlineTimer(deadline.deadline);
-    }
+    const deadline = timeoutMs === undefined ? Infinity : this.#now() + timeoutMs;
+    if (deadline < this.#deadlineTimerDue) this.#armDeadlineTimer(deadline);
     this.#watcher.setInterest(true);
+    return deadline;
   }
 
+  /**
+   * performance.now() as of the start of this synchronous run of JavaScript: a
+   * deadline needs milliseconds, not the clock read (and the brand check of
+   * performance.now) that each of hundreds of waits issued at once would cost.
+   * A deadline may come early by as long as that run has lasted, rarely a millisecond.
+   */
+  #now(): number {
+    if (!this.#clockIsCurrent) {
+      this.#clock = performance.now();
+      this.#clockIsCurrent = true;
+      queueMicrotask(this.#clockExpires);
+    }
+    return this.#clock;
+  }
+
+  #clock = 0;
+  #clockIsCurrent = false;
+  readonly #clockExpires = (): void => {
+    this.#clockIsCurrent = false;
+  };
+
   /** @internal An operation stopped waiting (served, timed out or aborted). */
-  settle(deadline?: Deadline): void {
-    if (deadline) this.#deadlines.delete(deadline);
+  settle(): void {
     // With nobody waiting, stop watching the fd and the clock, so an idle channel does not keep the process alive.
     if (--this.#demand === 0) {
       this.#watcher.setInterest(false);
@@ -99,7 +116,9 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   }
 
   // One timer per channel, not one per operation: a timer costs more than the
-  // rest of an operation's JavaScript, and hundreds of operations may wait at once.
+  // rest of an operation's JavaScript, and hundreds of operations may wait at
+  // once. Nor does the channel keep a set of deadlines to delete from at every
+  // event: it asks the ids when the timer fires, which is rare.
   #armDeadlineTimer(due: number): void {
     clearTimeout(this.#deadlineTimer);
     this.#deadlineTimerDue = due;
@@ -115,20 +134,19 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   #expireDue(): void {
     this.#disarmDeadlineTimer();
     const now = performance.now();
-    for (const waiting of [...this.#deadlines]) if (waiting.deadline <= now) waiting.expire();
     let next = Infinity;
-    for (const waiting of this.#deadlines) if (waiting.deadline < next) next = waiting.deadline;
+    for (const target of [...this.#targets.values()]) next = Math.min(next, target.expireWaiters(now));
     if (next !== Infinity) this.#armDeadlineTimer(next);
   }
 
   /** Reads one event without blocking; undefined when none is pending. */
   #readOne(): RawCmEvent | undefined {
-    if (librdmacm.rdma_get_cm_event(this.handle, this.#eventSlot) !== 0) {
+    if (librdmacm.rdma_get_cm_event(this.handle, this.#eventSlot.buffer) !== 0) {
       const errno = koffi.errno();
       if (errno === 11 /* EAGAIN */) return undefined;
       throw new RdmaError('rdma_get_cm_event', errno);
     }
-    const native = this.#eventSlot.readBigUInt64LE(0);
+    const native = this.#eventSlot.view.getBigUint64(0, true);
     let event: RawCmEvent;
     try {
       event = copyCmEvent(native, this.#isUdPortSpace);
@@ -160,11 +178,10 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   }
 
   #dispatch(raw: RawCmEvent): void {
-    const { idHandle, listenIdHandle } = raw;
-    let target = this.#targets.get(idHandle);
-    const listener = listenIdHandle === null ? undefined : this.#targets.get(listenIdHandle);
+    let target = this.#targets.get(raw.idAddress);
+    const listener = raw.listenIdAddress === 0 ? undefined : this.#targets.get(raw.listenIdAddress);
     if (raw.type === 'CONNECT_REQUEST' && listener && !target && EventChannel.adoptRequest) {
-      target = EventChannel.adoptRequest(this, idHandle, listener, raw.conn);
+      target = EventChannel.adoptRequest(this, raw.idHandle, listener, raw.conn);
     }
     if (!target) return; // an id closed since: its event is acked and dropped
     const event: CmEvent<EventTarget> = { type: raw.type, status: raw.status, conn: raw.conn, ud: raw.ud, id: target, listenId: listener };
