@@ -67,6 +67,7 @@ export const waitSchema = z.strictObject({
 export type WaitOptions = z.input<typeof waitSchema>;
 
 const resolveSchema = waitSchema.extend({ source: endpointSchema.optional() });
+export type ResolveAddrOptions = z.input<typeof resolveSchema>;
 const joinSchema = waitSchema.extend({ sendOnly: z.boolean().default(false) });
 
 /** Parses the options of an operation about to be issued: an aborted signal stops it before the call. */
@@ -75,7 +76,6 @@ function issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined }>>
   parsed.signal?.throwIfAborted();
   return parsed;
 }
-export type ResolveAddrOptions = z.input<typeof resolveSchema>;
 
 /** rdma_create_srq's attributes. */
 const srqAttrSchema = z.strictObject({
