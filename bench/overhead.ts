@@ -8,6 +8,7 @@
 //
 // What this gives is the binding's own cost per crossing (JS checks + koffi
 // marshalling + an indirect call); a C program pays only the indirect call.
+import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_qp } from '../src/structs/verbs-resources.js';
 import { CompletionQueue } from '../src/api/completion-queue.js';
@@ -62,6 +63,11 @@ const directPoll = koffi.decode(standIn, koffi.proto('int rdmacm_bench_poll_fn(u
   (a: number, n: number, c: number) => number;
 const directVoidPointers = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_ptr_fn(void *qp, void *wr, void *bad_wr)')) as
   (a: bigint, b: bigint, c: bigint) => number;
+// The same stand-in with fewer addresses: what each argument adds to a call.
+const withNoArgument = koffi.decode(standIn, koffi.proto('int rdmacm_bench_0_fn(void)')) as () => number;
+const withOneAddress = koffi.decode(standIn, koffi.proto('int rdmacm_bench_1_fn(uintptr_t a)')) as (a: number) => number;
+const withTwoAddresses = koffi.decode(standIn, koffi.proto('int rdmacm_bench_2_fn(uintptr_t a, uintptr_t b)')) as
+  (a: number, b: number) => number;
 const wcArea = Number(nativeBlock(48 * 16).address);
 const [qpAt, contextAt, cqAt] = [qp.address, context.address, cq.address].map(Number) as [number, number, number];
 
@@ -80,6 +86,7 @@ function measure(n: number, body: (n: number) => number): number {
 
 const N = 1_000_000;
 let sink = 0;
+let clockSink = 0;
 const figures = {
   prepared_post_ns: measure(N, (n) => {
     for (let i = 0; i < n; i++) send.post();
@@ -99,6 +106,23 @@ const figures = {
   }),
   koffi_call_poll_proto_ns: measure(N, (n) => {
     for (let i = 0; i < n; i++) sink += directPoll(cqAt, 16, wcArea);
+    return n;
+  }),
+  koffi_call_no_argument_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += withNoArgument();
+    return n;
+  }),
+  koffi_call_one_address_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += withOneAddress(qpAt);
+    return n;
+  }),
+  koffi_call_two_addresses_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) sink += withTwoAddresses(qpAt, contextAt);
+    return n;
+  }),
+  // The latency loops read it once per round trip.
+  performance_now_ns: measure(N, (n) => {
+    for (let i = 0; i < n; i++) clockSink += performance.now();
     return n;
   }),
   status_wrid_read_ns: measure(N, (n) => {
