@@ -1,6 +1,6 @@
 // One lazy loader for a shared library and its declarative function table.
-// Importing binds nothing: the library is opened on the first call, and each
-// function is bound once, on first use.
+// Importing binds nothing: the library is opened, and its whole table bound,
+// at the first use of any of its functions.
 import process from 'node:process';
 import koffi, { type LibraryHandle } from 'koffi';
 import { LibraryLoadError, UnsupportedError } from './errors.js';
