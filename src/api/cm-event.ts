@@ -9,6 +9,7 @@ import { memberOffset } from '../structs/registry.js';
 import { nativeBytes, snapshotStruct } from '../ffi/native-copy.js';
 import type { IbvAhAttr } from '../structs/verbs-resources.js';
 import { CmEventType, type CmEventTypeName } from './enums.js';
+import { readUint64Number } from './native-memory.js';
 
 /** The connection parameters an event carried, private data copied out. */
 export interface EventConnParam {
@@ -67,9 +68,6 @@ const UD_EVENTS = new Set<string>(['MULTICAST_JOIN', 'MULTICAST_ERROR']);
 /** Events whose param union holds nothing (rdma_cm(7)): they get neither conn nor ud. */
 const NO_PARAM_EVENTS = new Set<string>(['ADDR_RESOLVED', 'ADDR_ERROR', 'ROUTE_RESOLVED', 'ROUTE_ERROR', 'DISCONNECTED', 'DEVICE_REMOVAL', 'TIMEWAIT_EXIT', 'ADDR_CHANGE']);
 
-/** A pointer field as a Number: exact below 2^53, which holds every user-space address on Linux. */
-const addressAt = (v: DataView, offset: number) => v.getUint32(offset, true) + v.getUint32(offset + 4, true) * 2 ** 32;
-
 function copyPrivateData(address: Pointer | null, length: number): Buffer {
   if (!address || length === 0) return Buffer.alloc(0);
   return nativeBytes(address, length);
@@ -88,8 +86,8 @@ export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idAddress: 
   const type = CmEventType.nameOf(v.getInt32(EVENT.event, true));
   const status = v.getInt32(EVENT.status, true);
   const idHandle = v.getBigUint64(EVENT.id, true);
-  const idAddress = addressAt(v, EVENT.id);
-  const listenIdAddress = addressAt(v, EVENT.listenId);
+  const idAddress = readUint64Number(v, EVENT.id);
+  const listenIdAddress = readUint64Number(v, EVENT.listenId);
   const listenIdHandle = listenIdAddress === 0 ? null : v.getBigUint64(EVENT.listenId, true);
   let conn: EventConnParam | undefined;
   let ud: EventUdParam | undefined;

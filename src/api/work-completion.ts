@@ -4,6 +4,7 @@ import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { ibv_wc } from '../structs/verbs-work.js';
+import { readUint64Number } from './native-memory.js';
 import { WcFlag, WcOpcode, WcStatus, flagNames, type WcFlagName, type WcOpcodeName, type WcStatusName } from './enums.js';
 
 export interface WorkCompletion {
@@ -76,7 +77,7 @@ function flagListOf(flags: number): readonly WcFlagName[] {
 
 /** Reads a wr_id written as two 32-bit halves (no BigInt on the data path). */
 export function readWrId(view: DataView, base: number): number {
-  return view.getUint32(base + OFFSET.wrId, true) + view.getUint32(base + OFFSET.wrId + 4, true) * 2 ** 32;
+  return readUint64Number(view, base + OFFSET.wrId);
 }
 
 export function readStatus(view: DataView, base: number): number {
