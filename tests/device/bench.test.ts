@@ -57,22 +57,27 @@ function assertFigures(result: Record<string, unknown>, keys: string[], size: nu
   }
 }
 
+const LATENCY_KEYS = ['size', 'iters', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'p999_us', 'max_us'];
+
+/** Both sides report the latency figures of `size`-byte messages, in order; the client measured `iters` round trips (any, when undefined). */
+function assertLatencyRun(run: { server: Record<string, unknown>; client: Record<string, unknown> }, size: number, iters?: number): void {
+  assertFigures(run.client, LATENCY_KEYS, size);
+  assertFigures(run.server, LATENCY_KEYS, size);
+  if (iters !== undefined) assert.equal(run.client.iters, iters);
+  const { min_us: min, p50_us: p50, max_us: max } = run.client as { min_us: number; p50_us: number; max_us: number };
+  assert.ok(min <= p50 && p50 <= max, `min ${min} <= p50 ${p50} <= max ${max}`);
+}
+
 test('bench lat -n 200 --json: server and client agree and report latency figures', { timeout: 300_000 }, async () => {
-  const { server, client } = await pair(['lat', '-n', '200']);
-  const keys = ['size', 'iters', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'p999_us', 'max_us'];
-  assertFigures(client, keys, 2);
-  assertFigures(server, keys, 2);
-  assert.equal(client.iters, 200);
-  assert.ok((client.min_us as number) <= (client.p50_us as number) && (client.p50_us as number) <= (client.max_us as number));
+  assertLatencyRun(await pair(['lat', '-n', '200']), 2, 200);
 });
 
 test('bench lat --events: both sides wait on completion events and agree, with a 64 B message', { timeout: 300_000 }, async () => {
-  const { server, client } = await pair(['lat', '--events', '-n', '100', '-w', '20', '-s', '64']);
-  const keys = ['size', 'iters', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'p999_us', 'max_us'];
-  assertFigures(client, keys, 64);
-  assertFigures(server, keys, 64);
-  assert.equal(client.iters, 100);
-  assert.ok((client.min_us as number) <= (client.p50_us as number) && (client.p50_us as number) <= (client.max_us as number));
+  assertLatencyRun(await pair(['lat', '--events', '-n', '100', '-w', '20', '-s', '64']), 64, 100);
+});
+
+test('bench lat -D 1: a timed run ends on its own and both sides report what they measured', { timeout: 300_000 }, async () => {
+  assertLatencyRun(await pair(['lat', '-D', '1', '-w', '100']), 2);
 });
 
 test('bench bw -n 500 -s 4096 --json: server and client agree and report bandwidth figures', { timeout: 300_000 }, async () => {
