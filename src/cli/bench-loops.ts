@@ -188,6 +188,10 @@ function bandwidthResult(size: number, messages: number, elapsedUs: number): Ban
 
 // ---------------------------------------------------------------- the ping-pong
 
+// The four loops below repeat each other on purpose: with the sends and the
+// samples in shared helper classes, p99.9 doubled in the guest
+// (docs/performance-notes.md, "The four ping-pong loops").
+
 /**
  * The client's ping-pong: post a ping, spin on the receive CQ for the pong,
  * re-post the receive. 1 ping in 16 is signaled; its completion is reaped
