@@ -4,7 +4,7 @@ import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
-import { checkRdma } from '../ffi/errors.js';
+import { RdmaError, checkAddrInfo } from '../ffi/errors.js';
 import type { Pointer } from '../ffi/library.js';
 import { nativeBytes } from '../ffi/native-copy.js';
 import { rdma_addrinfo, type RdmaAddrinfo } from '../structs/rdma-cma.js';
@@ -81,8 +81,10 @@ export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
     if (h.qpType) encoded.writeInt32LE(QpType.values[h.qpType], koffi.offsetof(rdma_addrinfo, 'ai_qp_type'));
     encoded.writeInt32LE(PortSpace.values[h.portSpace], koffi.offsetof(rdma_addrinfo, 'ai_port_space'));
     const slot = Buffer.alloc(8);
-    checkRdma(operation, librdmacm.rdma_getaddrinfo(n, s, encoded, slot));
-    return new AddrInfo(slot.readBigUInt64LE(0));
+    checkAddrInfo(operation, librdmacm.rdma_getaddrinfo(n, s, encoded, slot));
+    const list = slot.readBigUInt64LE(0);
+    if (list === 0n) throw new RdmaError(operation, 5 /* EIO */, 'it reported success but returned no list');
+    return new AddrInfo(list);
   }
 
   [Symbol.iterator](): Iterator<AddrInfoEntry> {

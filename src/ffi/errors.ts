@@ -43,6 +43,12 @@ function hintFor(code: string, syscall: string): string | undefined {
   if (code === 'EOPNOTSUPP') {
     return 'the device or provider does not support this operation';
   }
+  if (code === 'EAI_NONAME' || code === 'EAI_NODATA' || code === 'EAI_AGAIN') {
+    return 'the host name did not resolve; check it, or pass a numeric address';
+  }
+  if (code === 'EAI_SERVICE') {
+    return 'the service is not a port number or a name in /etc/services for this port space';
+  }
   if (code === 'ETIMEDOUT') {
     return 'the peer did not answer in time; check the address, the port and that the peer is listening';
   }
@@ -60,10 +66,11 @@ export class RdmaError extends Error {
   readonly syscall: string;
   readonly hint: string | undefined;
 
-  constructor(syscall: string, errno: number, detail?: string) {
-    const code = errnoName(errno);
+  /** `described` names an error that is not an errno (getaddrinfo's EAI_* codes). */
+  constructor(syscall: string, errno: number, detail?: string, described?: { code: string; text: string }) {
+    const code = described?.code ?? errnoName(errno);
     const hint = hintFor(code, syscall);
-    const parts = [`${syscall} failed: ${code} (${errnoMessage(errno)})`];
+    const parts = [`${syscall} failed: ${code} (${described?.text ?? errnoMessage(errno)})`];
     if (detail) parts.push(detail);
     if (hint) parts.push(hint);
     super(parts.join(' — '));
@@ -113,7 +120,39 @@ export function checkPointer<T extends bigint>(syscall: string, result: T | null
   return result;
 }
 
-/** Verbs convention: 0 on success, otherwise a positive errno (some providers return -errno). */
+/**
+ * Verbs convention: 0 on success, otherwise a positive errno (some providers
+ * return -errno). A few verbs (ibv_init_ah_from_wc, ibv_query_gid, …) return
+ * -1 with errno set instead, so -1 reads errno rather than meaning EPERM.
+ */
 export function checkVerbs(syscall: string, result: number): void {
-  if (result !== 0) throw new RdmaError(syscall, Math.abs(result) || koffi.errno() || 5);
+  if (result === 0) return;
+  throw new RdmaError(syscall, result === -1 ? koffi.errno() || 5 : Math.abs(result));
+}
+
+// getaddrinfo's error codes and glibc's messages for them (<netdb.h>, gai_strerror),
+// which rdma_getaddrinfo passes on.
+const EAI_SYSTEM = -11;
+const addrInfoErrors: Record<number, [code: string, text: string]> = {
+  [-2]: ['EAI_NONAME', 'Name or service not known'],
+  [-3]: ['EAI_AGAIN', 'Temporary failure in name resolution'],
+  [-4]: ['EAI_FAIL', 'Non-recoverable failure in name resolution'],
+  [-5]: ['EAI_NODATA', 'No address associated with hostname'],
+  [-6]: ['EAI_FAMILY', 'ai_family not supported'],
+  [-7]: ['EAI_SOCKTYPE', 'ai_socktype not supported'],
+  [-8]: ['EAI_SERVICE', 'Servname not supported for ai_socktype'],
+  [-9]: ['EAI_ADDRFAMILY', 'Address family for hostname not supported'],
+  [-10]: ['EAI_MEMORY', 'Memory allocation failure'],
+  [-12]: ['EAI_OVERFLOW', 'Argument buffer overflow'],
+};
+
+/**
+ * rdma_getaddrinfo: 0 on success, -1 with errno set, or getaddrinfo's own
+ * negative EAI_* code (a name that does not resolve is EAI_NONAME, not -1).
+ */
+export function checkAddrInfo(syscall: string, result: number): void {
+  if (result === 0) return;
+  if (result === -1 || result === EAI_SYSTEM) throw new RdmaError(syscall, koffi.errno() || 5);
+  const [code, text] = addrInfoErrors[result] ?? [`EAI_${-result}`, `getaddrinfo error ${result}`];
+  throw new RdmaError(syscall, result, undefined, { code, text });
 }

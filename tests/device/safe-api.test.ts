@@ -38,6 +38,14 @@ test('getAddrInfo decodes entries and frees them once', () => {
   assert.equal(passive.entries[0]!.source?.port, 7471);
 });
 
+test('getAddrInfo turns getaddrinfo\'s own error codes into typed errors', () => {
+  // Neither call needs DNS: NUMERICHOST refuses a name, and a numeric host looks its service up in /etc/services.
+  assert.throws(() => getAddrInfo('not-an-address', '7471', { flags: ['NUMERICHOST'] }), {
+    name: 'RdmaError', code: 'EAI_NONAME', errno: -2, syscall: 'rdma_getaddrinfo',
+  });
+  assert.throws(() => getAddrInfo(deviceAddress(), 'no-such-service'), { name: 'RdmaError', code: 'EAI_SERVICE', syscall: 'rdma_getaddrinfo' });
+});
+
 test('ids report addresses and ports, take options, and migrate between channels', async () => {
   const pair = await connect();
   try {

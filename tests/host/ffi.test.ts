@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { librdmacm, librdmacmFunctions } from '../../src/ffi/librdmacm.js';
 import { libibverbs, libibverbsFunctions } from '../../src/ffi/libibverbs.js';
-import { checkPointer, checkRdma, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
+import { checkAddrInfo, checkPointer, checkRdma, checkVerbs, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
 import { libc, libcFunctions } from '../../src/ffi/libc.js';
 import { copyFromNative, snapshotStruct } from '../../src/ffi/native-copy.js';
 import { contextOps, forgetContextOps } from '../../src/ffi/inline-verbs.js';
@@ -112,6 +112,31 @@ test('RDMACM_1.4 functions absent from the installed library raise UnsupportedEr
     assert.match(error.message, /unsupported by the installed librdmacm \(it needs RDMACM_1\.4\)/);
     return true;
   });
+});
+
+test('each return convention becomes the right error', () => {
+  const cases = [
+    // Verbs return a positive errno, some providers -errno, and a few verbs -1 with errno set.
+    { call: () => checkVerbs('ibv_destroy_cq', 16), errno: 16, code: 'EBUSY', syscall: 'ibv_destroy_cq' },
+    { call: () => checkVerbs('ibv_modify_qp', -22), errno: 22, code: 'EINVAL', syscall: 'ibv_modify_qp' },
+    { call: () => (koffi.errno(93), checkVerbs('ibv_init_ah_from_wc', -1)), errno: 93, code: 'EPROTONOSUPPORT', syscall: 'ibv_init_ah_from_wc' },
+    // rdma_getaddrinfo passes getaddrinfo's EAI_* codes on; -1 and EAI_SYSTEM mean errno.
+    { call: () => checkAddrInfo('rdma_getaddrinfo', -2), errno: -2, code: 'EAI_NONAME', syscall: 'rdma_getaddrinfo', text: /Name or service not known/ },
+    { call: () => checkAddrInfo('rdma_getaddrinfo', -8), errno: -8, code: 'EAI_SERVICE', syscall: 'rdma_getaddrinfo', text: /Servname not supported/ },
+    { call: () => (koffi.errno(19), checkAddrInfo('rdma_getaddrinfo', -1)), errno: 19, code: 'ENODEV', syscall: 'rdma_getaddrinfo' },
+    { call: () => (koffi.errno(12), checkAddrInfo('rdma_getaddrinfo', -11)), errno: 12, code: 'ENOMEM', syscall: 'rdma_getaddrinfo' },
+  ];
+  for (const { call, errno, code, syscall, text } of cases) {
+    assert.throws(call, (error: unknown) => {
+      assert.ok(error instanceof RdmaError);
+      assert.deepEqual({ errno: error.errno, code: error.code, syscall: error.syscall }, { errno, code, syscall });
+      assert.ok(error.message.startsWith(`${syscall} failed: ${code} (`), error.message);
+      if (text) assert.match(error.message, text);
+      return true;
+    });
+  }
+  assert.doesNotThrow(() => checkVerbs('ibv_destroy_cq', 0));
+  assert.doesNotThrow(() => checkAddrInfo('rdma_getaddrinfo', 0));
 });
 
 // Skipped on a host that has a device: there these calls succeed.
