@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, UnsupportedError, checkRdma, checkVerbs } from '../ffi/errors.js';
-import { readPointer, type Pointer } from '../ffi/library.js';
+import { readPointer, writePointer, type Pointer } from '../ffi/library.js';
 import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../structs/rdma-cma.js';
 import { memberOffset } from '../structs/registry.js';
 import { nativeBytes } from '../ffi/native-copy.js';
@@ -494,6 +494,13 @@ export class CmId extends Resource implements EventTarget {
     const handle = slot.readBigUInt64LE(0);
     const event = readPointer(handle, ID.event);
     const request = event === 0n ? undefined : copyCmEvent(event, this.udPortSpace).conn;
+    if (event !== 0n) {
+      // The request event counts against the listener, whose rdma_destroy_id
+      // waits until it is acked, and librdmacm acks it only on a successful RC
+      // accept: a rejected or dropped request would hang the listener's close.
+      librdmacm.rdma_ack_cm_event(event);
+      writePointer(handle, ID.event, 0n);
+    }
     // A request id is not the listener's child: it lives on after the listener closes.
     const pd = this.#protectionDomain?.owned ? this.#protectionDomain : undefined;
     return new CmId(internal, handle, null, { portSpace: this.portSpace, endpoint: this.#endpoint, request, pd });

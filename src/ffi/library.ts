@@ -39,6 +39,11 @@ export function readPointer(address: Pointer, offset: number): Pointer {
   return BigInt(koffi.decode(address, offset, 'uintptr_t') as number | bigint);
 }
 
+/** Stores a pointer into the struct field at `address + offset`. */
+export function writePointer(address: Pointer, offset: number, value: Pointer): void {
+  koffi.encode(address, offset, 'uintptr_t', value);
+}
+
 /** The entries of a counted, NULL-terminated array of pointers (ibv_get_device_list, rdma_get_devices). */
 export function readPointerArray(list: Pointer, count: number): Pointer[] {
   const entries: Pointer[] = [];

@@ -8,6 +8,11 @@ import {
 import koffi from 'koffi';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { packageRoot } from '../../src/cli/package-info.js';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /** Fails instead of hanging when a completion never comes. */
 function withTimeout<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
@@ -44,6 +49,56 @@ test('getAddrInfo turns getaddrinfo\'s own error codes into typed errors', () =>
     name: 'RdmaError', code: 'EAI_NONAME', errno: -2, syscall: 'rdma_getaddrinfo',
   });
   assert.throws(() => getAddrInfo(deviceAddress(), 'no-such-service'), { name: 'RdmaError', code: 'EAI_SERVICE', syscall: 'rdma_getaddrinfo' });
+});
+
+/** A synchronous server in its own process: rejects one request, then closes the listener while the request id is still open. */
+function rejectingListenerScript(address: string, port: number): string {
+  const entry = pathToFileURL(join(packageRoot(), 'dist', 'src', 'index.js')).href;
+  return `
+    const { createEndpoint } = await import(${JSON.stringify(entry)});
+    const listener = createEndpoint({ host: ${JSON.stringify(address)}, port: ${port}, passive: true }, { qp: { sendWr: 1, recvWr: 1 } });
+    listener.listen();
+    console.log('listening');
+    const request = listener.getRequest();
+    request.reject();
+    listener.close();
+    console.log('listener closed');
+    request.close();
+    console.log('request closed');`;
+}
+
+test('a synchronous listener closes while a request it rejected is still open', { timeout: 60_000 }, async () => {
+  // rdma_destroy_id(listener) waits for every event of the listener to be acked,
+  // the request's included; a blocked close cannot be timed out in-process.
+  const address = deviceAddress();
+  const port = freshPort();
+  const server = spawn(process.execPath, ['--input-type=module', '-e', rejectingListenerScript(address, port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  server.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+  const listening = new Promise<void>((resolve) => {
+    server.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk;
+      if (stdout.includes('listening')) resolve();
+    });
+  });
+  const exited = once(server, 'exit');
+  const timer = setTimeout(() => server.kill('SIGKILL'), 45_000);
+  try {
+    await Promise.race([listening, exited]);
+    using channel = new EventChannel();
+    using client = createId(channel);
+    await client.resolveAddr({ address, port });
+    await client.resolveRoute();
+    client.createQp();
+    await assert.rejects(client.connect(undefined, { timeoutMs: 20_000 }), { name: 'ConnectionError', code: 'ERR_RDMACM_REJECTED' });
+    const [code, signal] = await exited;
+    assert.deepEqual({ code, signal }, { code: 0, signal: null }, `the server exited (stdout: ${stdout}; stderr: ${stderr})`);
+    assert.match(stdout, /listener closed\nrequest closed/);
+  } finally {
+    clearTimeout(timer);
+    server.kill('SIGKILL');
+  }
 });
 
 test('ids report addresses and ports, take options, and migrate between channels', async () => {
