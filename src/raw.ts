@@ -1,6 +1,7 @@
 // The raw layer: the escape hatch of last resort. These are the C functions
 // and layouts as they are, with C's conventions (pointers as bigint, -1 and
-// errno, positive errnos from verbs). Nothing here validates arguments or
+// errno, positive errnos from most verbs, -1 and errno from a few, such as
+// ibv_init_ah_from_wc and ibv_get_cq_event). Nothing here validates arguments or
 // keeps memory alive; the safe API in the package root does.
 export { librdmacm, librdmacmFunctions } from './ffi/librdmacm.js';
 export { libibverbs, libibverbsFunctions } from './ffi/libibverbs.js';

@@ -78,7 +78,7 @@ export type ResultType<R extends string> = R extends 'void'
     ? string | null
     : R extends `${string}*`
       ? Pointer | null
-      : R extends 'uint64_t' | 'size_t'
+      : R extends 'uint64_t' | 'int64_t' | 'size_t' | '__be64'
         ? number | bigint
         : number;
 
