@@ -144,6 +144,10 @@ export class ConnectionError extends Error {
   readonly privateData: Buffer | undefined;
   /** For REJECTED: the transport's reject reason (28: the peer's application rejected). */
   readonly rejectReason: number | undefined;
+  /** The errno when the event's status is a negative errno (an ETIMEDOUT UNREACHABLE, say); as in Node's system errors. */
+  readonly errno: number | undefined;
+  /** The call whose outcome this event was, as in Node's system errors. */
+  readonly syscall: string;
 
   constructor(
     readonly operation: string,
@@ -161,5 +165,7 @@ export class ConnectionError extends Error {
     this.code = code;
     this.privateData = rejected ? privateData : undefined;
     this.rejectReason = rejected ? status : undefined;
+    this.errno = !rejected && status < 0 ? -status : undefined;
+    this.syscall = operation;
   }
 }

@@ -15,6 +15,10 @@ import { nativeScratch } from './native-memory.js';
 import { Resource } from './resource.js';
 import type { CmId } from './cm-id.js';
 
+// setTimeout's limit: a longer delay fires at once. A deadline further off
+// re-arms the timer each time it fires.
+const MAX_TIMER_DELAY_MS = 0x7fffffff;
+
 /** What the channel needs from an id to route its events (CmId implements it). */
 export interface EventTarget {
   readonly udPortSpace: boolean;
@@ -122,7 +126,8 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   #armDeadlineTimer(due: number): void {
     clearTimeout(this.#deadlineTimer);
     this.#deadlineTimerDue = due;
-    this.#deadlineTimer = setTimeout(() => this.#expireDue(), Math.max(0, Math.ceil(due - performance.now())));
+    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(due - performance.now())));
+    this.#deadlineTimer = setTimeout(() => this.#expireDue(), delay);
   }
 
   #disarmDeadlineTimer(): void {

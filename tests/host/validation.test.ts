@@ -641,6 +641,8 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
       assert.ok(error instanceof ConnectionError);
       assert.equal(error.code, 'ERR_RDMACM_UNREACHABLE');
       assert.equal(error.status, -110);
+      assert.equal(error.errno, 110);
+      assert.equal(error.syscall, 'rdma_connect');
       assert.equal(error.rejectReason, undefined);
       assert.equal(error.privateData, undefined);
       assert.match(error.message, /UNREACHABLE \(ETIMEDOUT\)/);
@@ -652,6 +654,8 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
     check: (error) => {
       assert.ok(error instanceof ConnectionError);
       assert.equal(error.code, 'ERR_RDMACM_UNEXPECTED_EVENT');
+      assert.equal(error.errno, undefined);
+      assert.equal(error.syscall, 'rdma_resolve_addr');
       assert.equal(error.message, 'rdma_resolve_addr: UNKNOWN(99) (status 0)');
     },
   },
