@@ -302,12 +302,22 @@ export class CmId extends Resource implements EventTarget {
   /** The protection domain of this id's queue pair (librdmacm's default one unless you gave your own). */
   get pd(): ProtectionDomain {
     this.ensureOpen('pd');
+    if (this.#hasOpenQueuePair()) return this.#queuePair!.protectionDomain;
+    this.#checkReusedPd('pd');
     if (this.#protectionDomain) return this.#protectionDomain;
     const qp = readPointer(this.handle, ID.qp);
     const srq = qp === 0n ? readPointer(this.handle, ID.srq) : 0n;
     const pd = qp !== 0n ? readPointer(qp, QP_PD) : srq !== 0n ? readPointer(srq, SRQ_PD) : readPointer(this.handle, ID.pd);
     if (pd === 0n) throw argumentError('pd', 'id', 'this id has no protection domain yet: create its queue pair first');
     return this.#borrowPd(pd);
+  }
+
+  /** id->pd is the PD of the id's last QP or SRQ; if that was one of yours, closed since, it dangles. */
+  #checkReusedPd(operation: string): void {
+    const known = this.#protectionDomain;
+    if (known?.owned && known.closed) {
+      throw argumentError(operation, 'pd', 'this id\'s last queue pair or SRQ was on your protection domain, closed since, and librdmacm would reuse it: pass an open one');
+    }
   }
 
   /** Wraps librdmacm's PD of this id (closed with the id, never freed here). */
@@ -388,6 +398,7 @@ export class CmId extends Resource implements EventTarget {
       if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
       if (pd.closed) throw argumentError(operation, 'pd', 'the protection domain is closed');
     }
+    if (pd === undefined) this.#checkReusedPd(operation);
     const verbs = this.#deviceHandle(operation);
     checkQpAttrLimits(operation, a, deviceLimits(verbs));
     if (a.sendCq) checkOwnCq(operation, 'attr.sendCq', a.sendCq, verbs);
@@ -423,6 +434,7 @@ export class CmId extends Resource implements EventTarget {
     if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
     if (pd !== undefined && (!(pd instanceof ProtectionDomain) || pd.closed)) throw argumentError(operation, 'pd', 'expected an open ProtectionDomain');
+    if (pd === undefined) this.#checkReusedPd(operation);
     this.#deviceHandle(operation);
     const init = Buffer.alloc(ibv_srq_init_attr.size);
     koffi.encode(init, ibv_srq_init_attr, { srq_context: null, attr: { max_wr: a.maxWr, max_sge: a.maxSge, srq_limit: a.srqLimit } });
@@ -457,8 +469,13 @@ export class CmId extends Resource implements EventTarget {
       caps = grantedCaps(init);
     }
     const handle = this.handle;
-    const protectionDomainOf = (qpPd: Pointer) => pd ?? this.#protectionDomain ?? this.#borrowPd(qpPd);
-    this.#queuePair = new QueuePair(internal, this, qp, protectionDomainOf, caps, () => librdmacm.rdma_destroy_qp(handle), { sendCq, recvCq });
+    // Given no PD, librdmacm reuses id->pd, the PD of the id's last QP or SRQ, which may be one of yours.
+    const known = this.#protectionDomain;
+    const onKnown = known && !known.closed && known.unsafeHandle === readPointer(qp, QP_PD) ? known : undefined;
+    const protectionDomainOf = (qpPd: Pointer) => pd ?? onKnown ?? this.#borrowPd(qpPd);
+    const ownPd = pd ?? (onKnown?.owned ? onKnown : undefined);
+    const srq = this.#sharedReceiveQueue && !this.#sharedReceiveQueue.closed ? this.#sharedReceiveQueue : undefined;
+    this.#queuePair = new QueuePair(internal, this, qp, protectionDomainOf, caps, () => librdmacm.rdma_destroy_qp(handle), { sendCq, recvCq, pd: ownPd, srq });
     return this.#queuePair;
   }
 

@@ -72,7 +72,8 @@ export class QueuePair extends Resource {
   constructor(
     key: Internal, owner: Resource, handle: Pointer, protectionDomainOf: (pd: Pointer) => ProtectionDomain, granted: IbvQpCap,
     private readonly destroy: () => void,
-    own: { readonly sendCq?: CompletionQueue; readonly recvCq?: CompletionQueue } = {},
+    /** Resources of the caller's that this QP is built on: each closes the QP before itself. */
+    own: { readonly sendCq?: CompletionQueue; readonly recvCq?: CompletionQueue; readonly pd?: ProtectionDomain; readonly srq?: Resource } = {},
   ) {
     assertInternal(key, 'new QueuePair', 'use id.createQp()');
     super('queue pair', handle, owner);
@@ -99,6 +100,8 @@ export class QueuePair extends Resource {
     this.recvCq = own.recvCq ?? (recvCq === sendCq ? this.sendCq : CompletionQueue.borrow(internal, recvCq, this, ops));
     if (own.sendCq) this.use(own.sendCq);
     if (own.recvCq && own.recvCq !== own.sendCq) this.use(own.recvCq);
+    if (own.pd) this.use(own.pd);
+    if (own.srq) this.use(own.srq);
     this.#usesSrq = srq !== 0n;
     this.#ops = ops;
   }

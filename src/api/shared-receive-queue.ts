@@ -22,6 +22,7 @@ export class SharedReceiveQueue extends Resource {
   ) {
     assertInternal(key, 'new SharedReceiveQueue', 'use id.createSrq()');
     super('shared receive queue', handle, owner);
+    if (pd.owned) this.use(pd); // the caller's PD closes this SRQ before itself
     this.maxWr = maxWr;
     this.maxSge = maxSge;
     const context = readPointer(handle, koffi.offsetof(ibv_srq, 'context'));

@@ -238,6 +238,67 @@ test('an AbortSignal stops a connect that nobody answers', { timeout: 30_000 }, 
   assert.equal(id.closed, true);
 });
 
+test('the longest timeout an operation takes arms no timer beyond setTimeout\'s limit', { timeout: 30_000 }, async () => {
+  // The channel's timer waits a second past the operation's timeout; past 2^31-1 ms
+  // setTimeout fires at once, and the timer would spin.
+  const warnings: string[] = [];
+  const onWarning = (warning: Error) => warnings.push(warning.name);
+  process.on('warning', onWarning);
+  try {
+    using channel = new EventChannel();
+    using id = createId(channel);
+    await id.resolveAddr({ address: deviceAddress(), port: freshPort() }, { timeoutMs: 0x7fffffff });
+    await id.resolveRoute({ timeoutMs: 0x7fffffff });
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.deepEqual(warnings.filter((name) => name === 'TimeoutOverflowWarning'), []);
+});
+
+/** An id on the device, with a route, and no QP yet. */
+async function routedId(channel: EventChannel): Promise<CmId> {
+  const id = createId(channel);
+  await id.resolveAddr({ address: deviceAddress(), port: freshPort() });
+  await id.resolveRoute();
+  return id;
+}
+
+test('a QP on your own PD or SRQ closes before them, and a closed PD of yours is never reused', { timeout: 30_000 }, async () => {
+  using channel = new EventChannel();
+
+  // Your own PD: closing it closes the QP on it first (ibv_dealloc_pd would fail with EBUSY and leak the PD).
+  using onOwnPd = await routedId(channel);
+  const pd = onOwnPd.device!.allocPd();
+  const qp = onOwnPd.createQp({ sendWr: 1, recvWr: 1 }, pd);
+  assert.equal(onOwnPd.pd, pd);
+  const region = pd.regMsgs(Buffer.alloc(64));
+  pd.close();
+  assert.equal(qp.closed, true);
+  assert.equal(region.closed, true);
+
+  // Given no PD, librdmacm puts a QP on id->pd, the PD of the id's last QP: that is your PD again.
+  assert.throws(() => onOwnPd.createQp({ sendWr: 1, recvWr: 1 }), { name: 'RdmaArgumentError', message: /closed since/ });
+  const ownPd = onOwnPd.device!.allocPd();
+  onOwnPd.createQp({ sendWr: 1, recvWr: 1 }, ownPd);
+  onOwnPd.destroyQp();
+  const second = onOwnPd.createQp({ sendWr: 1, recvWr: 1 });
+  assert.equal(second.protectionDomain, ownPd);
+  assert.equal(onOwnPd.pd, ownPd);
+  second.postRecv(onOwnPd.regMsgs(Buffer.alloc(64)));
+  ownPd.close();
+  assert.equal(second.closed, true);
+  assert.throws(() => onOwnPd.pd, { name: 'RdmaArgumentError', message: /closed since/ });
+
+  // The id's SRQ: closing it closes the QP that takes its receives first.
+  using onSrq = await routedId(channel);
+  const srq = onSrq.createSrq({ maxWr: 2, maxSge: 1 });
+  const srqQp = onSrq.createQp({ sendWr: 1, recvWr: 1 });
+  srq.close();
+  assert.equal(srqQp.closed, true);
+  assert.equal(onSrq.qp, undefined);
+});
+
 test('a receive chain posts its receives in one call, each into its own slot', async () => {
   const slots = 4;
   const stride = 32;
