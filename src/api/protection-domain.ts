@@ -74,10 +74,9 @@ export class ProtectionDomain extends Resource {
     return this.register(buffer, ['LOCAL_WRITE', 'REMOTE_WRITE']);
   }
 
-  /** An address handle for UD sends (ibv_create_ah), e.g. from `established.ud.ahAttr`. */
+  /** An address handle for UD sends (ibv_create_ah), e.g. from `established.ud.ahAttr`; AddressHandle.create validates `attr`. */
   createAh(attr: IbvAhAttr): AddressHandle {
     this.ensureOpen('createAh');
-    if (typeof attr !== 'object' || attr === null || typeof attr.grh !== 'object') throw argumentError('createAh', 'attr', 'expected an ibv_ah_attr (e.g. established.ud.ahAttr)');
     return AddressHandle.create(internal, this, this.handle, attr);
   }
 
