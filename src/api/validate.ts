@@ -146,6 +146,17 @@ export const cString = z.string().min(1).refine((s) => !s.includes('\0'), 'must 
 /** A Buffer or any Uint8Array (zod's instanceof would narrow it to an ArrayBuffer-backed one). */
 export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Buffer or Uint8Array');
 
+/** True for a resizable ArrayBuffer or a growable SharedArrayBuffer (ES2024 properties, absent from the ES2022 lib types). */
+const isResizable = (memory: unknown): boolean =>
+  typeof memory === 'object' && memory !== null &&
+  ((memory as { resizable?: unknown }).resizable === true || (memory as { growable?: unknown }).growable === true);
+
+/** Bytes to register: a resize can shrink or unmap the memory under the device, so the backing store must have a fixed length. */
+export const registrableBytes = bytes.refine(
+  (view) => !isResizable(view.buffer),
+  'must not be a view of a resizable ArrayBuffer or growable SharedArrayBuffer: a resize could unmap registered memory',
+);
+
 /**
  * union ibv_gid as the API takes it: 16 raw bytes. Not strict: a union koffi
  * decoded (an event's dgid) also shows its other member, `global`, the same bytes.

@@ -17,7 +17,7 @@ import {
 import { RdmaError as FfiRdmaError } from '../../src/ffi/errors.js';
 import { encodeConnParam, type ConnParam } from '../../src/api/conn-param.js';
 import { endpointSchema, waitSchema } from '../../src/api/cm-id.js';
-import { ahAttrSchema, parseArgument } from '../../src/api/validate.js';
+import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/validate.js';
 import { ibv_ah_attr, type IbvAhAttr } from '../../src/structs/verbs-resources.js';
 import {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, flagMask, flagNames,
@@ -714,3 +714,26 @@ const badAhAttrs: BadRow[] = [
 for (const row of badAhAttrs) {
   test(`ahAttrSchema refuses ${row.name}`, () => assertArgumentError(row));
 }
+
+// ---------------------------------------------------------------- registrable memory
+// A registration must not be resizable: shrinking a resizable ArrayBuffer
+// leaves the registered pages without access (a SIGSEGV when the device writes).
+type ResizableArrayBufferConstructor = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
+const resizable = (length: number) => new (ArrayBuffer as unknown as ResizableArrayBufferConstructor)(length, { maxByteLength: length * 2 });
+const growable = (length: number) => new (SharedArrayBuffer as unknown as ResizableArrayBufferConstructor)(length, { maxByteLength: length * 2 });
+
+const badRegistrations: BadRow[] = [
+  { name: 'a view of a resizable ArrayBuffer', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, new Uint8Array(resizable(64))), operation: 'ProtectionDomain.register', path: 'buffer', rule: /resizable ArrayBuffer/ },
+  { name: 'a Buffer over a resizable ArrayBuffer', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, Buffer.from(resizable(64), 8, 16)), operation: 'ProtectionDomain.register', path: 'buffer', rule: /resizable ArrayBuffer/ },
+  { name: 'a view of a growable SharedArrayBuffer', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, new Uint8Array(growable(64))), operation: 'ProtectionDomain.register', path: 'buffer', rule: /growable SharedArrayBuffer/ },
+  { name: 'a DataView', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, new DataView(new ArrayBuffer(8))), operation: 'ProtectionDomain.register', path: 'buffer', rule: /Buffer or Uint8Array/ },
+];
+for (const row of badRegistrations) {
+  test(`registrableBytes refuses ${row.name}`, () => assertArgumentError(row));
+}
+
+test('registrableBytes accepts Buffers, Uint8Arrays and views of a fixed SharedArrayBuffer', () => {
+  for (const view of [Buffer.alloc(64), Buffer.from('pooled'), new Uint8Array(8), new Uint8Array(new SharedArrayBuffer(64), 8, 8)]) {
+    assert.equal(parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, view), view);
+  }
+});
