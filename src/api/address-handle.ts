@@ -11,8 +11,9 @@ import { ibv_grh } from '../structs/verbs-work.js';
 import { Resource } from './resource.js';
 import { assertInternal, type Internal } from './internal.js';
 import { encodeWorkCompletion, type WorkCompletion } from './work-completion.js';
+import { WcFlag, type WcFlagName } from './enums.js';
 import { z } from 'zod';
-import { argumentError, bytes, parseArgument } from './validate.js';
+import { ahAttrSchema, argumentError, bytes, parseArgument, u16, u32, u8 } from './validate.js';
 import { formatIPv6 } from './socket-address.js';
 
 /** The 40-byte global route header at the start of every UD receive buffer. */
@@ -20,16 +21,37 @@ export const GRH_SIZE = ibv_grh.size;
 const GRH_SGID = koffi.offsetof(ibv_grh, 'sgid');
 const GRH_DGID = koffi.offsetof(ibv_grh, 'dgid');
 
+/**
+ * The fields of a WorkCompletion that encodeWorkCompletion writes back into an
+ * ibv_wc. Not strict: a completion also carries its context and status text.
+ */
+const receivedCompletion = z.object({
+  wrId: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  status: z.literal('SUCCESS', 'only a successful receive says who sent it'),
+  opcode: z.enum(['RECV', 'RECV_RDMA_WITH_IMM'], 'expected a receive completion'),
+  byteLen: u32,
+  immData: u32.optional(),
+  qpNum: u32,
+  srcQp: u32,
+  flags: z.array(z.enum(WcFlag.names as [WcFlagName, ...WcFlagName[]])),
+  vendorErr: u32,
+  pkeyIndex: u16,
+  slid: u16,
+  sl: u8,
+  dlidPathBits: u8,
+});
+
 export class AddressHandle extends Resource {
   private constructor(handle: Pointer, pd: Resource) {
     super('address handle', handle, pd);
   }
 
-  /** ibv_create_ah from an ah_attr (e.g. `established.ud.ahAttr`). */
+  /** ibv_create_ah from an ah_attr (e.g. `established.ud.ahAttr`); `attr` is validated here, for every caller. */
   static create(key: Internal, pd: Resource, pdHandle: Pointer, attr: IbvAhAttr): AddressHandle {
     assertInternal(key, 'AddressHandle.create', 'use pd.createAh() or id.addressHandleTo()');
+    const checked = parseArgument('createAh', 'attr', ahAttrSchema, attr);
     const encoded = Buffer.alloc(ibv_ah_attr.size);
-    koffi.encode(encoded, ibv_ah_attr, attr);
+    koffi.encode(encoded, ibv_ah_attr, checked);
     return new AddressHandle(checkPointer('ibv_create_ah', libibverbs.ibv_create_ah(pdHandle, encoded)), pd);
   }
 
@@ -41,10 +63,15 @@ export class AddressHandle extends Resource {
     key: Internal, pd: Resource, pdHandle: Pointer, context: Pointer, portNum: number, completion: WorkCompletion, receive: Uint8Array,
   ): AddressHandle {
     assertInternal(key, 'AddressHandle.fromCompletion', 'use id.addressHandleFrom()');
-    if (receive.byteLength < GRH_SIZE) throw argumentError('AddressHandle.fromCompletion', 'receive', `needs the ${GRH_SIZE}-byte GRH`);
+    const operation = 'addressHandleFrom';
+    const received = parseArgument(operation, 'completion', receivedCompletion, completion);
+    const buffer = parseArgument(operation, 'receive', bytes, receive);
+    if (buffer.byteLength < GRH_SIZE) throw argumentError(operation, 'receive', `needs the ${GRH_SIZE}-byte GRH`);
     const attr = Buffer.alloc(ibv_ah_attr.size);
-    const grh = Buffer.from(receive.subarray(0, GRH_SIZE));
-    checkVerbs('ibv_init_ah_from_wc', libibverbs.ibv_init_ah_from_wc(context, portNum, encodeWorkCompletion(completion), grh, attr));
+    const grh = Buffer.from(buffer.subarray(0, GRH_SIZE));
+    // The parsed copy, not the caller's object: what was checked is what gets encoded.
+    const wc = encodeWorkCompletion({ ...received, immData: received.immData, context: undefined, statusText: '' });
+    checkVerbs('ibv_init_ah_from_wc', libibverbs.ibv_init_ah_from_wc(context, portNum, wc, grh, attr));
     return new AddressHandle(checkPointer('ibv_create_ah', libibverbs.ibv_create_ah(pdHandle, attr)), pd);
   }
 

@@ -1,8 +1,10 @@
 // Registered memory (struct ibv_mr). The region holds the JavaScript memory it
 // registered, so that memory can neither be freed nor moved while the device
-// may touch it; after deregister() any post that names the region is refused
-// before native code.
+// may touch it, and marks it untransferable, so postMessage or structuredClone
+// copies it instead of detaching it; after deregister() any post that names
+// the region is refused before native code.
 import { Buffer } from 'node:buffer';
+import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkVerbs } from '../ffi/errors.js';
@@ -50,7 +52,12 @@ export class MemoryRegion extends Resource {
   static register(key: Internal, pd: Resource, pdHandle: Pointer, memory: Uint8Array, access: readonly AccessName[], accessMask: number): MemoryRegion {
     assertInternal(key, 'MemoryRegion.register', 'use pd.register() or id.regMsgs()');
     // Reading .buffer moves a small on-heap typed array off the heap for good, so its address is stable.
-    void memory.buffer;
+    // A transfer would detach the ArrayBuffer and let its memory be freed under
+    // the registration; once marked, postMessage and structuredClone copy it.
+    // The mark is for good (there is no unmarking), and Node's Buffer pool
+    // (small Buffer.from/allocUnsafe) is marked already. It does not stop a
+    // web-stream BYOB read, which detaches anyway.
+    markAsUntransferable(memory.buffer);
     const buffer = Buffer.isBuffer(memory) ? memory : Buffer.from(memory.buffer, memory.byteOffset, memory.byteLength);
     const address = koffi.address(buffer);
     const handle = libibverbs.ibv_reg_mr(pdHandle, address, buffer.byteLength, accessMask);

@@ -11,7 +11,7 @@ import { assertInternal, internal, type Internal } from './internal.js';
 import { MemoryRegion } from './memory-region.js';
 import { AddressHandle } from './address-handle.js';
 import type { IbvAhAttr } from '../structs/verbs-resources.js';
-import { argumentError, bytes, parseArgument } from './validate.js';
+import { argumentError, parseArgument, registrableBytes } from './validate.js';
 
 const accessSchema = z.array(z.enum(Access.names as [AccessName, ...AccessName[]])).default(['LOCAL_WRITE']);
 const sizeSchema = z.number().int().min(1, 'a region needs at least 1 byte').max(2 ** 40);
@@ -46,7 +46,7 @@ export class ProtectionDomain extends Resource {
   register(buffer: Uint8Array, access?: readonly AccessName[]): MemoryRegion {
     const operation = 'ProtectionDomain.register';
     this.ensureOpen(operation);
-    const memory = parseArgument(operation, 'buffer', bytes, buffer);
+    const memory = parseArgument(operation, 'buffer', registrableBytes, buffer);
     if (memory.byteLength === 0) throw argumentError(operation, 'buffer', 'cannot register an empty buffer');
     const names = parseArgument(operation, 'access', accessSchema, access);
     return MemoryRegion.register(internal, this, this.handle, memory, names, flagMask(Access, names));
@@ -74,10 +74,9 @@ export class ProtectionDomain extends Resource {
     return this.register(buffer, ['LOCAL_WRITE', 'REMOTE_WRITE']);
   }
 
-  /** An address handle for UD sends (ibv_create_ah), e.g. from `established.ud.ahAttr`. */
+  /** An address handle for UD sends (ibv_create_ah), e.g. from `established.ud.ahAttr`; AddressHandle.create validates `attr`. */
   createAh(attr: IbvAhAttr): AddressHandle {
     this.ensureOpen('createAh');
-    if (typeof attr !== 'object' || attr === null || typeof attr.grh !== 'object') throw argumentError('createAh', 'attr', 'expected an ibv_ah_attr (e.g. established.ud.ahAttr)');
     return AddressHandle.create(internal, this, this.handle, attr);
   }
 

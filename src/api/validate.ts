@@ -145,3 +145,43 @@ export const cString = z.string().min(1).refine((s) => !s.includes('\0'), 'must 
 
 /** A Buffer or any Uint8Array (zod's instanceof would narrow it to an ArrayBuffer-backed one). */
 export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Buffer or Uint8Array');
+
+/** True for a resizable ArrayBuffer or a growable SharedArrayBuffer (ES2024 properties, absent from the ES2022 lib types). */
+const isResizable = (memory: unknown): boolean =>
+  typeof memory === 'object' && memory !== null &&
+  ((memory as { resizable?: unknown }).resizable === true || (memory as { growable?: unknown }).growable === true);
+
+/** Bytes to register: a resize can shrink or unmap the memory under the device, so the backing store must have a fixed length. */
+export const registrableBytes = bytes.refine(
+  (view) => !isResizable(view.buffer),
+  'must not be a view of a resizable ArrayBuffer or growable SharedArrayBuffer: a resize could unmap registered memory',
+);
+
+/**
+ * union ibv_gid as the API takes it: 16 raw bytes. Not strict: a union koffi
+ * decoded (an event's dgid) also shows its other member, `global`, the same bytes.
+ */
+const gid = z.object({
+  raw: bytes.refine((raw) => raw.byteLength === 16, 'a GID is 16 bytes'),
+});
+
+/**
+ * struct ibv_ah_attr (with its struct ibv_global_route), every field required
+ * and in its C type's range: koffi.encode aborts the process on a non-number
+ * and truncates an out-of-range one. `established.ud.ahAttr` passes as it is.
+ */
+export const ahAttrSchema = z.strictObject({
+  grh: z.strictObject({
+    dgid: gid,
+    flow_label: z.number().int().min(0).max(0xfffff, 'a flow label is 20 bits'),
+    sgid_index: u8,
+    hop_limit: u8,
+    traffic_class: u8,
+  }),
+  dlid: u16,
+  sl: u8,
+  src_path_bits: u8,
+  static_rate: u8,
+  is_global: u8,
+  port_num: u8,
+});

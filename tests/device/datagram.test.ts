@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { createId, decodeUdMessage, EventChannel, GRH_SIZE, type CmId } from '../../src/index.js';
+import { createId, decodeUdMessage, EventChannel, GRH_SIZE, RdmaArgumentError, type CmId } from '../../src/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { retrying, start } from '../support/processes.js';
 
@@ -65,6 +65,74 @@ test('UD between two ids: address handle from the UD parameters, GRH stripped, s
   assert.equal(reply.byteLen, GRH_SIZE + SIZE);
   assert.equal(clientId.qp!.type, 'UD');
   assert.throws(() => clientId.postSend(message), { name: 'RdmaArgumentError', message: /options\.ud/ });
+});
+
+/** The call throws RdmaArgumentError of `operation` whose first issue is at `path`. */
+function assertArgumentError(call: () => unknown, operation: string, path: string): void {
+  assert.throws(call, (error: unknown) => {
+    assert.ok(error instanceof RdmaArgumentError, `expected RdmaArgumentError, got ${String(error)}`);
+    assert.equal(error.operation, operation);
+    assert.equal(error.issues[0]!.path, path, error.message);
+    return true;
+  });
+}
+
+test('address handles: ill-typed or out-of-range attributes, completions and receive buffers are argument errors, and the process carries on', { timeout: 60_000 }, async () => {
+  const address = deviceAddress();
+  const port = freshPort();
+  using serverChannel = new EventChannel();
+  using clientChannel = new EventChannel();
+  using listener = createId(serverChannel, { portSpace: 'UDP' });
+  listener.bindAddr({ address, port });
+  listener.listen();
+  const request = listener.nextRequest();
+  const client = udClient(clientChannel, address, port);
+  using server: CmId = await request;
+  server.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
+  const serverInbox = server.regMsgs(Buffer.alloc(2 * (GRH_SIZE + SIZE)));
+  server.postRecv(serverInbox, { length: GRH_SIZE + SIZE });
+  await server.accept();
+  const { id, ud } = await client;
+  using clientId = id;
+  const attr = ud.ahAttr;
+
+  // Each of these aborted the process inside koffi.encode, or was truncated into another address.
+  const badAttrs: [Record<string, unknown>, string][] = [
+    [{ ...attr, sl: '0' }, 'attr.sl'],
+    [{ ...attr, is_global: true }, 'attr.is_global'],
+    [{ ...attr, port_num: null }, 'attr.port_num'],
+    [{ ...attr, static_rate: {} }, 'attr.static_rate'],
+    [{ ...attr, port_num: 300 }, 'attr.port_num'],
+    [{ ...attr, dlid: -1 }, 'attr.dlid'],
+    [{ ...attr, grh: { ...attr.grh, hop_limit: '64' } }, 'attr.grh.hop_limit'],
+    [{ ...attr, grh: { ...attr.grh, dgid: { raw: new Uint8Array(4) } } }, 'attr.grh.dgid.raw'],
+  ];
+  for (const [bad, path] of badAttrs) {
+    assertArgumentError(() => clientId.pd.createAh(bad as never), 'createAh', path);
+    assertArgumentError(() => clientId.addressHandleTo({ ...ud, ahAttr: bad as never }), 'createAh', path);
+  }
+
+  // The event's own attr, and a copy of it, still make working address handles.
+  using copied = clientId.pd.createAh({ ...attr, grh: { ...attr.grh } });
+  const message = clientId.regMsgs(randomBytes(SIZE));
+  clientId.postSend(message, { ud: { ah: copied, remoteQpn: ud.qpNum } });
+  const received = await server.queuePair.nextRecvCompletion();
+  assert.equal(received.byteLen, GRH_SIZE + SIZE);
+  assert.ok(decodeUdMessage(serverInbox.buffer, received.byteLen).payload.equals(message.buffer));
+
+  const receive = serverInbox.buffer.subarray(0, GRH_SIZE + SIZE);
+  assertArgumentError(() => server.addressHandleFrom(null as never, receive), 'addressHandleFrom', 'completion');
+  assertArgumentError(() => server.addressHandleFrom({ ...received, sl: '0' } as never, receive), 'addressHandleFrom', 'completion.sl');
+  assertArgumentError(() => server.addressHandleFrom({ ...received, flags: 'GRH' } as never, receive), 'addressHandleFrom', 'completion.flags');
+  assertArgumentError(() => server.addressHandleFrom({ ...received, wrId: 1n } as never, receive), 'addressHandleFrom', 'completion.wrId');
+  assertArgumentError(() => server.addressHandleFrom({ ...received, status: 'WR_FLUSH_ERR' }, receive), 'addressHandleFrom', 'completion.status');
+  assertArgumentError(() => server.addressHandleFrom(received, undefined as never), 'addressHandleFrom', 'receive');
+  assertArgumentError(() => server.addressHandleFrom(received, 'receive' as never), 'addressHandleFrom', 'receive');
+  assertArgumentError(() => server.addressHandleFrom(received, receive.subarray(0, GRH_SIZE - 1)), 'addressHandleFrom', 'receive');
+
+  using back = server.addressHandleFrom(received, receive);
+  server.postSend(server.regMsgs(Buffer.from('reply'.padEnd(SIZE, '!'))), { ud: { ah: back, remoteQpn: received.srcQp } });
+  assert.equal((await clientId.queuePair.nextRecvCompletion()).byteLen, GRH_SIZE + SIZE);
 });
 
 test('udaddy server (C) with a TypeScript UD client', { timeout: 120_000 }, async () => {

@@ -4,7 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createId, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError } from '../../src/index.js';
+import { once } from 'node:events';
+import { MessageChannel } from 'node:worker_threads';
+import { createId, DeviceContext, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError } from '../../src/index.js';
 import { libibverbs, librdmacm, type Pointer } from '../../src/raw.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
@@ -44,6 +46,59 @@ test('deregistering with a receive outstanding: allowed; the device can no longe
     else assert.equal(outcome, 'no completion', 'the receive never succeeded into deregistered memory');
     assert.ok(inbox.buffer.every((byte) => byte === 7), 'the deregistered memory is unchanged');
   } finally {
+    await pair.hangUp();
+  }
+});
+
+test('registering a view of a resizable ArrayBuffer or a growable SharedArrayBuffer is refused, naming the buffer', () => {
+  type Resizable = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
+  using context = DeviceContext.open(process.env.RDMACM_TEST_DEVICE);
+  using pd = context.allocPd();
+  const resizable = new (ArrayBuffer as unknown as Resizable)(4096, { maxByteLength: 8192 });
+  const growable = new (SharedArrayBuffer as unknown as Resizable)(4096, { maxByteLength: 8192 });
+  const refusals = [
+    () => pd.register(new Uint8Array(resizable)),
+    () => pd.regMsgs(Buffer.from(resizable, 0, 1024)),
+    () => pd.regWrite(new Uint8Array(growable)),
+  ];
+  for (const register of refusals) {
+    assert.throws(register, (error: unknown) =>
+      error instanceof RdmaArgumentError && error.issues[0]!.path === 'buffer' && /resizable ArrayBuffer or growable SharedArrayBuffer/.test(error.message));
+  }
+  // A fixed SharedArrayBuffer cannot shrink: it registers.
+  using shared = pd.regMsgs(new Uint8Array(new SharedArrayBuffer(4096)));
+  assert.equal(shared.length, 4096);
+});
+
+test('a registered buffer transferred away is copied, not detached: the original keeps its bytes and its receive still lands', { timeout: 60_000 }, async () => {
+  const pair = await connectPair();
+  const { port1, port2 } = new MessageChannel();
+  try {
+    const inbox = pair.server.regMsgs(new Uint8Array(4096).fill(7));
+    pair.server.postRecv(inbox, { length: 64 });
+    const memory = inbox.buffer.buffer as ArrayBuffer;
+
+    const cloned = structuredClone(inbox.buffer, { transfer: [memory] });
+    assert.notEqual(cloned.buffer, memory);
+    assert.ok(cloned.every((byte) => byte === 7));
+    const posted = once(port2, 'message');
+    port1.postMessage(memory, [memory]);
+    const [sent] = (await posted) as [ArrayBuffer];
+    assert.equal(sent.byteLength, 4096);
+    assert.equal(memory.byteLength, 4096, 'the registered ArrayBuffer is not detached');
+    assert.equal(inbox.buffer.byteLength, 4096);
+    assert.ok(inbox.buffer.every((byte) => byte === 7), 'the original still has its bytes');
+    gc();
+
+    pair.client.postSend(pair.client.regMsgs(Buffer.alloc(64, 1)));
+    const completion = await pair.server.queuePair.nextRecvCompletion();
+    assert.equal(completion.byteLen, 64);
+    assert.ok(inbox.buffer.subarray(0, 64).every((byte) => byte === 1), 'the receive landed in the registered memory');
+    assert.ok(inbox.buffer.subarray(64).every((byte) => byte === 7));
+    assert.ok(new Uint8Array(sent).every((byte) => byte === 7), 'the transferred copy is a copy');
+  } finally {
+    port1.close();
+    port2.close();
     await pair.hangUp();
   }
 });

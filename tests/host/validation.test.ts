@@ -17,7 +17,8 @@ import {
 import { RdmaError as FfiRdmaError } from '../../src/ffi/errors.js';
 import { encodeConnParam, type ConnParam } from '../../src/api/conn-param.js';
 import { endpointSchema, waitSchema } from '../../src/api/cm-id.js';
-import { parseArgument } from '../../src/api/validate.js';
+import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/validate.js';
+import { ibv_ah_attr, type IbvAhAttr } from '../../src/structs/verbs-resources.js';
 import {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, flagMask, flagNames,
   type AccessName,
@@ -667,3 +668,76 @@ for (const row of errorRows) {
     row.check(error);
   });
 }
+
+// ---------------------------------------------------------------- address handle attributes
+// koffi.encode aborts the process on a non-number in a numeric field and
+// truncates an out-of-range number, so createAh's schema must refuse both.
+
+/** An ah_attr as koffi decodes it from an event (its dgid a koffi union object). */
+function decodedAhAttr(): IbvAhAttr {
+  const native = Buffer.alloc(ibv_ah_attr.size);
+  const attr = { grh: { dgid: { raw: Uint8Array.from({ length: 16 }, (_, i) => i + 1) }, flow_label: 0xfffff, sgid_index: 1, hop_limit: 64, traffic_class: 0 }, dlid: 0, sl: 0, src_path_bits: 0, static_rate: 0, is_global: 1, port_num: 1 };
+  koffi.encode(native, ibv_ah_attr, attr);
+  return koffi.decode(native, ibv_ah_attr) as IbvAhAttr;
+}
+
+test('ahAttrSchema accepts an ah_attr koffi decoded and encodes it back byte for byte', () => {
+  const attr = decodedAhAttr();
+  const before = Buffer.alloc(ibv_ah_attr.size);
+  koffi.encode(before, ibv_ah_attr, attr);
+  const parsed = parseArgument('createAh', 'attr', ahAttrSchema, attr);
+  assert.deepEqual([...parsed.grh.dgid.raw], Array.from({ length: 16 }, (_, i) => i + 1));
+  const after = Buffer.alloc(ibv_ah_attr.size);
+  koffi.encode(after, ibv_ah_attr, parsed);
+  assert.ok(after.equals(before));
+});
+
+const withField = (change: (attr: Record<string, unknown>, grh: Record<string, unknown>) => void): (() => unknown) => () => {
+  const attr = decodedAhAttr();
+  const copy: Record<string, unknown> = { ...attr, grh: { ...attr.grh } };
+  change(copy, copy.grh as Record<string, unknown>);
+  return parseArgument('createAh', 'attr', ahAttrSchema, copy);
+};
+const badAhAttrs: BadRow[] = [
+  { name: 'a string sl', call: withField((a) => { a.sl = '0'; }), operation: 'createAh', path: 'attr.sl', rule: /expected number/ },
+  { name: 'a boolean is_global', call: withField((a) => { a.is_global = true; }), operation: 'createAh', path: 'attr.is_global', rule: /expected number/ },
+  { name: 'a null dlid', call: withField((a) => { a.dlid = null; }), operation: 'createAh', path: 'attr.dlid', rule: /expected number/ },
+  { name: 'an object static_rate', call: withField((a) => { a.static_rate = {}; }), operation: 'createAh', path: 'attr.static_rate', rule: /expected number/ },
+  { name: 'port_num 300 (koffi would write 44)', call: withField((a) => { a.port_num = 300; }), operation: 'createAh', path: 'attr.port_num', rule: /<=255/ },
+  { name: 'dlid -1 (koffi would write 0xffff)', call: withField((a) => { a.dlid = -1; }), operation: 'createAh', path: 'attr.dlid', rule: />=0/ },
+  { name: 'a fractional sl', call: withField((a) => { a.sl = 0.5; }), operation: 'createAh', path: 'attr.sl', rule: /expected int/ },
+  { name: 'a missing port_num', call: withField((a) => { delete a.port_num; }), operation: 'createAh', path: 'attr.port_num', rule: /expected number/ },
+  { name: 'a 21-bit flow label', call: withField((_, g) => { g.flow_label = 0x100000; }), operation: 'createAh', path: 'attr.grh.flow_label', rule: /20 bits/ },
+  { name: 'a string hop_limit', call: withField((_, g) => { g.hop_limit = '64'; }), operation: 'createAh', path: 'attr.grh.hop_limit', rule: /expected number/ },
+  { name: 'a 15-byte GID', call: withField((_, g) => { g.dgid = { raw: new Uint8Array(15) }; }), operation: 'createAh', path: 'attr.grh.dgid.raw', rule: /16 bytes/ },
+  { name: 'a GID as a number array', call: withField((_, g) => { g.dgid = { raw: new Array(16).fill(0) }; }), operation: 'createAh', path: 'attr.grh.dgid.raw', rule: /Buffer or Uint8Array/ },
+  { name: 'no grh', call: withField((a) => { delete a.grh; }), operation: 'createAh', path: 'attr.grh', rule: /expected object/ },
+  { name: 'an unknown key', call: withField((a) => { a.qkey = 1; }), operation: 'createAh', path: 'attr', rule: /Unrecognized key: "qkey"/ },
+  { name: 'null', call: () => parseArgument('createAh', 'attr', ahAttrSchema, null), operation: 'createAh', path: 'attr', rule: /expected object/ },
+];
+for (const row of badAhAttrs) {
+  test(`ahAttrSchema refuses ${row.name}`, () => assertArgumentError(row));
+}
+
+// ---------------------------------------------------------------- registrable memory
+// A registration must not be resizable: shrinking a resizable ArrayBuffer
+// leaves the registered pages without access (a SIGSEGV when the device writes).
+type ResizableArrayBufferConstructor = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
+const resizable = (length: number) => new (ArrayBuffer as unknown as ResizableArrayBufferConstructor)(length, { maxByteLength: length * 2 });
+const growable = (length: number) => new (SharedArrayBuffer as unknown as ResizableArrayBufferConstructor)(length, { maxByteLength: length * 2 });
+
+const badRegistrations: BadRow[] = [
+  { name: 'a view of a resizable ArrayBuffer', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, new Uint8Array(resizable(64))), operation: 'ProtectionDomain.register', path: 'buffer', rule: /resizable ArrayBuffer/ },
+  { name: 'a Buffer over a resizable ArrayBuffer', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, Buffer.from(resizable(64), 8, 16)), operation: 'ProtectionDomain.register', path: 'buffer', rule: /resizable ArrayBuffer/ },
+  { name: 'a view of a growable SharedArrayBuffer', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, new Uint8Array(growable(64))), operation: 'ProtectionDomain.register', path: 'buffer', rule: /growable SharedArrayBuffer/ },
+  { name: 'a DataView', call: () => parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, new DataView(new ArrayBuffer(8))), operation: 'ProtectionDomain.register', path: 'buffer', rule: /Buffer or Uint8Array/ },
+];
+for (const row of badRegistrations) {
+  test(`registrableBytes refuses ${row.name}`, () => assertArgumentError(row));
+}
+
+test('registrableBytes accepts Buffers, Uint8Arrays and views of a fixed SharedArrayBuffer', () => {
+  for (const view of [Buffer.alloc(64), Buffer.from('pooled'), new Uint8Array(8), new Uint8Array(new SharedArrayBuffer(64), 8, 8)]) {
+    assert.equal(parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, view), view);
+  }
+});
