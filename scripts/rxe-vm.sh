@@ -17,6 +17,10 @@
 #                     10.78.0.1 (host0) and 10.78.0.2 (host1). COMMAND runs on
 #                     both guests; output lines are prefixed "[host0] "/"[host1] ".
 #   --timeout S    Overall limit in seconds (default 1200, env RDMACM_VM_TIMEOUT).
+#   --project DIR  The folder shared writable, where COMMAND runs (default: the
+#                  parent of this scripts/ folder). For an installed package,
+#                  the project that has it in node_modules, whose other
+#                  dependencies must be visible too even under /tmp.
 #   -e, --env NAME[=VALUE]
 #                  Pass an extra variable into the guest (VALUE defaults to the
 #                  host's value of NAME).
@@ -29,8 +33,8 @@
 #   initramfs built from busybox-static, TCG emulation (no KVM needed). The host
 #   root file system is shared read-only with 9p and the guest chroots into it,
 #   so node, rdma-core tools and perftest are the host's. The project folder
-#   (the parent of this scripts/ folder, wherever it lives) is shared WRITABLE
-#   and mounted at the same path. /tmp, /var/tmp, /run, /dev/shm are tmpfs.
+#   (--project, else the parent of this scripts/ folder, wherever it lives) is
+#   shared WRITABLE and mounted at the same path. /tmp, /var/tmp, /run, /dev/shm are tmpfs.
 #   COMMAND runs as root in the project folder, with `ulimit -l unlimited` and
 #   `ulimit -n 65536`.
 #
@@ -114,6 +118,8 @@ while [ $# -gt 0 ]; do
     --hosts=*) HOSTS=${1#*=}; shift ;;
     --timeout) [ $# -ge 2 ] || die $EXIT_USAGE "--timeout needs a value"; TIMEOUT=$2; shift 2 ;;
     --timeout=*) TIMEOUT=${1#*=}; shift ;;
+    --project) [ $# -ge 2 ] || die $EXIT_USAGE "--project needs a folder"; PROJECT_DIR=$(cd "$2" && pwd -P) || die $EXIT_USAGE "no folder $2"; shift 2 ;;
+    --project=*) PROJECT_DIR=$(cd "${1#*=}" && pwd -P) || die $EXIT_USAGE "no folder ${1#*=}"; shift ;;
     -e|--env) [ $# -ge 2 ] || die $EXIT_USAGE "$1 needs NAME[=VALUE]"; EXTRA_ENV+=("$2"); shift 2 ;;
     --env=*) EXTRA_ENV+=("${1#*=}"); shift ;;
     --verbose|-v) VERBOSE=1; shift ;;

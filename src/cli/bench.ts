@@ -17,6 +17,7 @@ import {
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from './bench-loops.js';
+import { noDeviceAdvice } from '../package-info.js';
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench';
 
@@ -53,8 +54,6 @@ The server listens on every address; both sides print their own figures.
 Exits 0 on success, 1 on a bad option or a failed run, 2 when there is no RDMA device.
 `;
 
-const noDeviceHint =
-  'rdmacm: no RDMA device found — see scripts/setup-rxe.sh to create a soft-RoCE device, or run inside scripts/rxe-vm.sh\n';
 
 const MAGIC = 0x4e424452; // "RDBN"
 const VERSION = 1;
@@ -227,7 +226,7 @@ export async function runBench(argv: string[]): Promise<number> {
     return 1;
   }
   if (deviceCount === 0) {
-    process.stderr.write(noDeviceHint);
+    process.stderr.write(`rdmacm: no RDMA device found: ${noDeviceAdvice()}\n`);
     return 2;
   }
 

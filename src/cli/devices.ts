@@ -3,6 +3,7 @@
 import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
 import { listDevices, type DeviceInfo, type PortInfo } from '../api/devices.js';
+import { noDeviceAdvice } from '../package-info.js';
 
 export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for details, --json)';
 
@@ -16,8 +17,6 @@ Options:
   -h, --help      show this help
 `;
 
-const noDeviceHint =
-  'rdmacm: no RDMA device found — see scripts/setup-rxe.sh to create a soft-RoCE device, or run inside scripts/rxe-vm.sh\n';
 
 /** Like ibv_devices: one line per device. */
 function table(devices: DeviceInfo[]): string {
@@ -125,7 +124,7 @@ export async function runDevices(argv: string[]): Promise<number> {
     return 1;
   }
   if (devices.length === 0) {
-    process.stderr.write(noDeviceHint);
+    process.stderr.write(`rdmacm: no RDMA device found: ${noDeviceAdvice()}\n`);
     return 2;
   }
   if (values.json) process.stdout.write(JSON.stringify(devices, null, 2) + '\n');

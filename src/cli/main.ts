@@ -1,7 +1,7 @@
 // The rdmacm command line: finds the command and hands it the rest of argv.
 import process from 'node:process';
 import { parseArgs } from 'node:util';
-import { packageVersion } from './package-info.js';
+import { packageVersion } from '../package-info.js';
 import { commands } from './commands.js';
 
 function usage(): string {

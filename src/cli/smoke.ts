@@ -6,10 +6,10 @@ import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
 import { randomBytes } from 'node:crypto';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { packageRoot } from './package-info.js';
+import { basename, dirname, join } from 'node:path';
+import { noDeviceAdvice, packageRoot, packageScript } from '../package-info.js';
 import { listDevices } from '../api/devices.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { EventChannel } from '../api/event-channel.js';
@@ -17,7 +17,7 @@ import type { MemoryRegion } from '../api/memory-region.js';
 
 export const smokeSummary = 'smoke-test this host\'s RDMA device: connect, send/recv, RDMA write/read, teardown';
 
-const usage = `Usage: rdmacm smoke [-a ADDRESS] [-p PORT] [-d DEVICE] [--json] [-h]
+const usage = `Usage: rdmacm smoke [-a ADDRESS] [-p PORT] [-d DEVICE] [--vm] [--json] [-h]
 
 Runs the smoke test on this host's RDMA device, client and server in one
 process, and prints one line per step with its time. Exits 0 when every step
@@ -28,13 +28,18 @@ Options:
                          the IPv4 address of the device's first RoCE v2 GID)
   -d, --device NAME      the device to use (default: $RDMACM_TEST_DEVICE, else the first)
   -p, --port PORT        the rdma_cm port (default 7474)
+      --vm               run it in a throw-away QEMU guest with a soft-RoCE
+                         device (scripts/rxe-vm.sh: root or sudo the first time,
+                         to install QEMU; TCG, so no KVM needed); also exits
+                         124 on its timeout ($RDMACM_VM_TIMEOUT s, default 600)
+                         and 125 when the VM fails
       --json             print one JSON object instead of the lines
   -h, --help             show this help
 
 Without a device: run as root on a kernel with rdma_rxe and none named, smoke
 creates a soft-RoCE device with scripts/setup-rxe.sh on the default route's
 interface ($RDMACM_RXE_NETDEV overrides it) and removes it at the end.
-Elsewhere run npm run smoke, which boots a soft-RoCE VM (scripts/rxe-vm.sh).
+Elsewhere use --vm.
 `;
 
 const MESSAGE = 64;
@@ -52,7 +57,7 @@ class SmokeFailure extends Error {}
 /** Picks the device and the address to connect on. */
 function chooseTarget(deviceName: string | undefined, address: string | undefined): { device: string; address: string } {
   const devices = listDevices();
-  if (devices.length === 0) throw new SmokeFailure('no RDMA device found — see scripts/setup-rxe.sh, or run npm run smoke (it boots a soft-RoCE VM)');
+  if (devices.length === 0) throw new SmokeFailure(`no RDMA device found: ${noDeviceAdvice()}`);
   const device = deviceName ? devices.find((d) => d.name === deviceName) : devices[0];
   if (!device) throw new SmokeFailure(`no device named ${deviceName} (found: ${devices.map((d) => d.name).join(', ')})`);
   const active = device.ports.find((p) => p.state === 'ACTIVE');
@@ -201,7 +206,7 @@ function createSoftRoce(say: (line: string) => void): SoftRoce | undefined {
   } catch {
     return undefined; // no libibverbs at all: setup-rxe.sh could not help the binding either
   }
-  const script = join(packageRoot(), 'scripts', 'setup-rxe.sh');
+  const script = packageScript('setup-rxe.sh');
   const netdev = process.env.RDMACM_RXE_NETDEV;
   // --no-install: a smoke test does not install packages; the script then says what is missing.
   const setup = spawnSync('bash', [script, ...(netdev ? [netdev] : []), '--no-install'], { encoding: 'utf8', timeout: 60_000 });
@@ -233,19 +238,43 @@ async function smokeOnSoftRoce(argv: string[], softRoce: SoftRoce, say: (line: s
   if (softRoce.address) env.RDMACM_TEST_ADDR = softRoce.address;
   const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'rdmacm'), 'smoke', ...argv], { stdio: 'inherit', env });
   // A signal ends the child, not this process: the device must still be removed.
+  const code = await waitForChild(child, say);
+  if (softRoce.teardown) say(softRoce.teardown());
+  return code;
+}
+
+/** Waits for a child, passing SIGINT/SIGTERM/SIGHUP on to it rather than dying before it has cleaned up. */
+async function waitForChild(child: ChildProcess, say: (line: string) => void): Promise<number> {
   const forward = (signal: NodeJS.Signals) => child.kill(signal);
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
   for (const signal of signals) process.on(signal, forward);
   const code = await new Promise<number>((resolve) => {
     child.on('error', (error) => {
-      say(`smoke: cannot start the smoke test: ${error.message}`);
+      say(`smoke: cannot start ${child.spawnfile}: ${error.message}`);
       resolve(1);
     });
     child.on('close', (exitCode) => resolve(exitCode ?? 1));
   });
   for (const signal of signals) process.off(signal, forward);
-  if (softRoce.teardown) say(softRoce.teardown());
   return code;
+}
+
+/** The project rdmacm is installed in (its node_modules holds rdmacm's dependencies), or rdmacm's own clone. */
+function projectRoot(): string {
+  const root = packageRoot();
+  const modules = dirname(root);
+  return basename(modules) === 'node_modules' ? dirname(modules) : root;
+}
+
+/** --vm: the same smoke test inside a soft-RoCE VM (scripts/rxe-vm.sh), which sees this host's files. */
+function smokeInVm(argv: string[], say: (line: string) => void): Promise<number> {
+  const timeout = process.env.RDMACM_VM_TIMEOUT ?? '600';
+  const command = [process.execPath, join(packageRoot(), 'bin', 'rdmacm'), 'smoke', ...argv.filter((arg) => arg !== '--vm')];
+  // stdin is not the terminal: rxe-vm.sh then runs the command non-interactively, its output on ours.
+  const child = spawn('bash', [packageScript('rxe-vm.sh'), '--timeout', timeout, '--project', projectRoot(), '--', ...command], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  return waitForChild(child, say);
 }
 
 export async function runSmokeCommand(argv: string[]): Promise<number> {
@@ -253,6 +282,7 @@ export async function runSmokeCommand(argv: string[]): Promise<number> {
     address: { type: 'string', short: 'a' },
     device: { type: 'string', short: 'd' },
     port: { type: 'string', short: 'p', default: '7474' },
+    vm: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   });
@@ -265,6 +295,7 @@ export async function runSmokeCommand(argv: string[]): Promise<number> {
   }
   // With --json, stdout holds only the JSON object.
   const say = (line: string) => (values.json ? process.stderr : process.stdout).write(line + '\n');
+  if (values.vm && !process.env.RDMACM_IN_VM) return smokeInVm(argv, say);
   const device = values.device ?? process.env.RDMACM_TEST_DEVICE;
   const softRoce = device === undefined ? createSoftRoce(say) : undefined;
   if (softRoce) return smokeOnSoftRoce(argv, softRoce, say);

@@ -3,6 +3,7 @@
 import { getSystemErrorMap } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import koffi from 'koffi';
+import { noDeviceAdvice } from '../package-info.js';
 
 const systemErrors = getSystemErrorMap();
 
@@ -29,10 +30,10 @@ function memlockLimit(): string {
 /** A hint that says what to do about the common failures. */
 function hintFor(code: string, syscall: string): string | undefined {
   if (code === 'ENODEV') {
-    return 'no RDMA device — see scripts/setup-rxe.sh (or run inside scripts/rxe-vm.sh)';
+    return `no RDMA device: ${noDeviceAdvice()}`;
   }
   if (code === 'ENOSYS') {
-    return 'the kernel has no RDMA support (ib_uverbs is not loaded) — see scripts/setup-rxe.sh, or use scripts/rxe-vm.sh';
+    return `the kernel has no RDMA support (ib_uverbs is not loaded): ${noDeviceAdvice()}`;
   }
   if (code === 'ENOMEM' && /reg_mr|reg_msgs|reg_read|reg_write/.test(syscall)) {
     return `memory registration needs locked memory: check RLIMIT_MEMLOCK (ulimit -l: ${memlockLimit()}); raise it, e.g. ulimit -l unlimited`;

@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 
 interface Run {

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { listDevices, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress } from '../support/device.js';
 
 // The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).

@@ -12,7 +12,7 @@ import {
   ConnectionError, EventChannel, ResourceClosedError, WorkCompletionError, createId, type CmId,
 } from '../../src/index.js';
 import { FdWatcher } from '../../src/api/fd-watcher.js';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 
 const MESSAGE = 64;

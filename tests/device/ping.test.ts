@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { rdmacm, retrying, start } from '../support/processes.js';
 

@@ -10,7 +10,7 @@ import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 

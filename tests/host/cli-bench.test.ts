@@ -4,8 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { hasDevice } from '../support/device.js';
+import { noDeviceAdvice } from '../../src/package-info.js';
 
 const repoRoot = packageRoot();
 
@@ -63,7 +64,7 @@ test('with no RDMA device, bench exits 2 with the hint on stderr', { skip: hasDe
     assert.equal(result.stdout, '');
     assert.equal(
       result.stderr,
-      'rdmacm: no RDMA device found — see scripts/setup-rxe.sh to create a soft-RoCE device, or run inside scripts/rxe-vm.sh\n',
+      `rdmacm: no RDMA device found: ${noDeviceAdvice()}\n`,
     );
   }
 });

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { commands } from '../../src/cli/commands.js';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 import { hasDevice } from '../support/device.js';
 
 const bin = join(packageRoot(), 'bin', 'rdmacm');

@@ -24,6 +24,7 @@ import {
   type AccessName,
 } from '../../src/api/enums.js';
 import { rdma_conn_param, type RdmaConnParam } from '../../src/structs/rdma-cma.js';
+import { noDeviceAdvice, packageRoot } from '../../src/package-info.js';
 
 const devices = hostRdmaDevices();
 const skipNative = devices.length > 0 && `this host has RDMA devices (${devices.join(', ')}): valid calls would not fail with ENODEV`;
@@ -464,8 +465,8 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
       assert.equal(error.errno, 19);
       assert.equal(error.syscall, 'rdma_create_id');
       assert.match(error.message, /^rdma_create_id failed: ENODEV \(/);
-      assert.ok(error.message.includes('no RDMA device — see scripts/setup-rxe.sh'), error.message);
-      assert.ok(error.hint?.includes('scripts/setup-rxe.sh'));
+      assert.ok(error.message.includes(`no RDMA device: ${noDeviceAdvice()}`), error.message);
+      assert.ok(error.hint?.includes(`${packageRoot()}/scripts/setup-rxe.sh`), error.hint);
     },
   },
   {

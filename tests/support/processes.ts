@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { packageRoot } from '../../src/cli/package-info.js';
+import { packageRoot } from '../../src/package-info.js';
 
 export interface Finished {
   readonly code: number | null;
