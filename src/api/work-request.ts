@@ -16,7 +16,8 @@ import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, i
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
 import { argumentError, parseArgument, u32, u64 } from './validate.js';
-import { trackWorkRequest, trackWorkRequestBlock, untrackWorkRequest } from './work-request-ids.js';
+import { ResourceClosedError } from './errors.js';
+import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
@@ -91,6 +92,8 @@ export interface PostTarget {
   readonly pd: Resource;
   readonly maxInlineData: number;
   readonly qpType: string;
+  /** The ids of the queue's prepared requests, released when it closes. */
+  readonly prepared: PreparedRequestIds;
 }
 
 /** The local memory of an SGE, checked: offset/length inside the region (or inline buffer). */
@@ -160,6 +163,8 @@ abstract class PreparedWorkRequest {
   protected readonly wr: Address;
   protected readonly badWr: Address;
   protected readonly sge: number;
+  /** A prepared request's ids; a one-shot post's id is not leased (its context goes with its completion). */
+  readonly #lease: WorkRequestLease | undefined;
 
   protected constructor(
     protected readonly target: PostTarget,
@@ -173,7 +178,12 @@ abstract class PreparedWorkRequest {
     this.wr = toAddress(this.memory.address);
     this.sge = wrSize;
     this.badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
-    this.wrId = trackWorkRequest(context, once);
+    if (once) {
+      this.wrId = workRequestIds.takeOnce(context);
+    } else {
+      this.#lease = target.prepared.lease(this, 1, context);
+      this.wrId = this.#lease.first;
+    }
   }
 
   protected writeSge(address: Pointer, length: number, lkey: number): void {
@@ -185,6 +195,7 @@ abstract class PreparedWorkRequest {
 
   /** Changes the SGE's length (e.g. a shorter message from the same region), within its bounds. */
   setLength(length: number): void {
+    this.#ensureOpen('setLength');
     const limit = this.region ? this.region.length : (this.keepAlive?.byteLength ?? 0);
     if (!Number.isInteger(length) || length < 0 || length > limit) {
       throw argumentError('setLength', 'length', `must be an integer within the ${limit}-byte buffer`);
@@ -192,9 +203,35 @@ abstract class PreparedWorkRequest {
     this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
   }
 
+  /** Whether close() has run, here or through the queue's close. */
+  get closed(): boolean {
+    return this.#lease?.released ?? false;
+  }
+
+  /**
+   * Forgets this request's wr_id and its context; post() then throws
+   * ResourceClosedError. Closing the queue closes it too. Close it once its
+   * completions are in: a later one comes without its context. Idempotent.
+   */
+  close(): void {
+    this.#lease?.release();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
   protected check(operation: string): void {
     checkPostable(operation, this.target, this.region);
+    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
   }
+
+  #ensureOpen(operation: string): void {
+    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
+  }
+
+  /** What this is, for messages. */
+  protected abstract get kind(): string;
 }
 
 /** What every post checks first: its queue is open and its memory still registered. */
@@ -211,7 +248,7 @@ export function postOnce(request: PreparedRecv | PreparedSend): number {
   try {
     request.post();
   } catch (error) {
-    untrackWorkRequest(request.wrId);
+    workRequestIds.release(request.wrId);
     throw error;
   }
   return request.wrId;
@@ -275,6 +312,10 @@ export class PreparedSend extends PreparedWorkRequest {
     const ret = this.target.ops.postSendAt(this.target.address, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError('ibv_post_send', ret);
   }
+
+  protected get kind(): string {
+    return 'prepared send';
+  }
 }
 
 /** A receive, encoded once; post() it again each time its buffer is free. */
@@ -298,6 +339,10 @@ export class PreparedRecv extends PreparedWorkRequest {
     this.check('PreparedRecv.post');
     const ret = this.target.postReceive(this.target.address, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError(receivePostName(this.target), ret);
+  }
+
+  protected get kind(): string {
+    return 'prepared receive';
   }
 }
 
@@ -347,6 +392,7 @@ abstract class PreparedChain {
   /** For a refused post's error: the C verb, and what the chain holds ('receives', 'sends'). */
   readonly #verbName: string;
   readonly #noun: string;
+  readonly #lease: WorkRequestLease;
 
   protected constructor(
     target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
@@ -361,7 +407,8 @@ abstract class PreparedChain {
     this.length = slots.length;
     this.target = target;
     this.#region = slots.region;
-    this.firstWrId = trackWorkRequestBlock(o.count, context);
+    this.#lease = target.prepared.lease(this, o.count, context);
+    this.firstWrId = this.#lease.first;
     const layout = chainLayout(o.count, wr.size);
     const { memory, sgeBase } = layout;
     const v = memory.view;
@@ -387,6 +434,26 @@ abstract class PreparedChain {
     return slot >= 0 && slot < this.count ? slot : -1;
   }
 
+  /** Whether close() has run, here or through the queue's close. */
+  get closed(): boolean {
+    return this.#lease.released;
+  }
+
+  /**
+   * Forgets the chain's wr_ids and their context; post() then throws
+   * ResourceClosedError. Closing the queue closes it too. Idempotent.
+   */
+  close(): void {
+    this.#lease.release();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** What this is, for messages. */
+  protected abstract get kind(): string;
+
   /** For subclasses' encoding: calls `write` with the chain's view and each request's offset in it. */
   protected eachRequest(write: (view: DataView, at: number, index: number) => void): void {
     for (let i = 0; i < this.count; i++) write(this.#layout.memory.view, i * this.#layout.wrSize, i);
@@ -399,6 +466,7 @@ abstract class PreparedChain {
   protected postWith(operation: string, verb: (handle: Address, wr: Address, badWr: Address) => number): void {
     const target = this.target;
     checkPostable(operation, target, this.#region);
+    if (this.#lease.released) throw new ResourceClosedError(this.kind, operation);
     const ret = verb(target.address, this.#wr, this.#badWr);
     if (ret !== 0) {
       const { memory, badWrOffset, wrSize } = this.#layout;
@@ -425,6 +493,10 @@ export class PreparedRecvChain extends PreparedChain {
   /** Posts every receive of the chain: one FFI crossing. */
   post(): void {
     this.postWith('PreparedRecvChain.post', this.target.postReceive);
+  }
+
+  protected get kind(): string {
+    return 'prepared receive chain';
   }
 }
 
@@ -458,5 +530,9 @@ export class PreparedSendChain extends PreparedChain {
   /** Posts every send of the chain: one FFI crossing. */
   post(): void {
     this.postWith('PreparedSendChain.post', this.target.ops.postSendAt);
+  }
+
+  protected get kind(): string {
+    return 'prepared send chain';
   }
 }

@@ -4,7 +4,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createId, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError } from '../../src/index.js';
+import {
+  createId, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError,
+  type MemoryRegion, type PreparedRecvChain, type SharedReceiveQueue,
+} from '../../src/index.js';
+import { contextOf } from '../../src/api/work-request-ids.js';
 import { libibverbs, librdmacm, type Pointer } from '../../src/raw.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
@@ -136,5 +140,50 @@ test('resources with no parent that reports them (made on an id\'s device, or an
     assert.equal(libibverbs.ibv_dealloc_pd(leaked.pd), 0);
     assert.equal(libibverbs.ibv_destroy_cq(leaked.cq), 0);
     assert.equal(librdmacm.rdma_destroy_id(leaked.id), 0);
+  }
+});
+
+test('a closed prepared request throws ResourceClosedError on post; closing its queue pair or SRQ closes every prepared request and forgets their contexts', { timeout: 60_000 }, async () => {
+  let srq!: SharedReceiveQueue;
+  const pair = await connectPair({ beforeQp: (id, side) => {
+    if (side === 'server') srq = id.createSrq({ maxWr: 8, maxSge: 1 });
+  } });
+  try {
+    const { client, server } = pair;
+    const qp = client.queuePair;
+    const region = client.regMsgs(Buffer.alloc(64));
+    const send = qp.prepareSend(region, { context: 'send' });
+    send.close();
+    send[Symbol.dispose]();
+    assert.equal(send.closed, true);
+    assert.equal(contextOf(send.wrId), undefined, 'its context is forgotten');
+    assert.throws(() => send.post(), (error: unknown) => error instanceof ResourceClosedError && /prepared send is closed/.test(error.message));
+    assert.throws(() => send.setLength(8), ResourceClosedError);
+
+    const prepared = [
+      qp.prepareSend(region, { context: 'send' }),
+      qp.prepareRecv(region, { context: 'recv' }),
+      qp.prepareSendChain(region, { count: 2, stride: 32, context: 'send chain' }),
+      qp.prepareRecvChain(region, { count: 2, stride: 32, context: 'recv chain' }),
+    ];
+    const wrIds = prepared.map((request) => ('firstWrId' in request ? request.firstWrId : request.wrId));
+    assert.deepEqual(wrIds.map(contextOf), ['send', 'recv', 'send chain', 'recv chain']);
+    const chain = prepared[3] as PreparedRecvChain;
+    assert.equal(contextOf(chain.firstWrId + 1), 'recv chain');
+    client.destroyQp();
+    gc();
+    assert.ok(prepared.every((request) => request.closed), 'the queue pair closed its prepared requests');
+    assert.deepEqual(wrIds.map(contextOf), [undefined, undefined, undefined, undefined]);
+    assert.equal(contextOf(chain.firstWrId + 1), undefined);
+    for (const request of prepared) assert.throws(() => request.post(), (error: unknown) => error instanceof RdmaArgumentError && /queue pair is closed/.test(error.message));
+
+    const inbox = server.regMsgs(Buffer.alloc(64));
+    const receive = srq.prepareRecv(inbox, { context: 'srq' });
+    const receives = srq.prepareRecvChain(inbox, { count: 2, stride: 32 });
+    server.close();
+    assert.ok(receive.closed && receives.closed, 'the SRQ closed its prepared receives');
+    assert.equal(contextOf(receive.wrId), undefined);
+  } finally {
+    pair.close();
   }
 });
