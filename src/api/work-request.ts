@@ -22,6 +22,7 @@ import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
 const ATOMIC_SIZE = 8;
+const MAX_SGE_LENGTH = 0xffffffff;
 
 /** Where a one-sided operation lands: a peer region's address and rkey (and length, to check bounds). */
 const remoteSchema = z.strictObject({
@@ -124,6 +125,20 @@ function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, i
   }
 }
 
+/** What bounds setLength(): the most bytes and the rule that says so; undefined when the length is fixed (atomics). */
+interface LengthBound {
+  readonly max: number;
+  readonly rule: string;
+}
+
+/** The tightest of the local range's room and the opcode's limits, for setLength(). */
+function lengthBound(size: number, offset: number, limits: readonly (LengthBound | undefined)[] = []): LengthBound {
+  let bound: LengthBound = { max: size - offset, rule: `offset ${offset} + length must stay within the ${size}-byte region` };
+  if (bound.max > MAX_SGE_LENGTH) bound = { max: MAX_SGE_LENGTH, rule: 'an SGE length is a u32' };
+  for (const limit of limits) if (limit !== undefined && limit.max < bound.max) bound = limit;
+  return bound;
+}
+
 /** Inline data is copied into the WQE: no more than the QP granted. */
 function checkInlineLength(operation: string, length: number, maxInlineData: number): void {
   if (length > maxInlineData) {
@@ -165,6 +180,7 @@ abstract class PreparedWorkRequest {
   protected readonly sge: number;
   /** A prepared request's ids; a one-shot post's id is not leased (its context goes with its completion). */
   readonly #lease: WorkRequestLease | undefined;
+  readonly #lengthBound: LengthBound | undefined;
 
   protected constructor(
     protected readonly target: PostTarget,
@@ -173,11 +189,13 @@ abstract class PreparedWorkRequest {
     context: unknown,
     once: boolean,
     wrSize: number,
+    lengthBound: LengthBound | undefined,
   ) {
     this.memory = nativeScratch(wrSize + ibv_sge.size + 8);
     this.wr = toAddress(this.memory.address);
     this.sge = wrSize;
     this.badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
+    this.#lengthBound = lengthBound;
     if (once) {
       this.wrId = workRequestIds.takeOnce(context);
     } else {
@@ -193,13 +211,19 @@ abstract class PreparedWorkRequest {
     v.setUint32(this.sge + SGE_OFFSET.lkey, lkey, true);
   }
 
-  /** Changes the SGE's length (e.g. a shorter message from the same region), within its bounds. */
+  /**
+   * Changes the SGE's length (e.g. a shorter message from the same region),
+   * within the rules checked when it was prepared: offset + length inside the
+   * region or buffer, inline data within max_inline_data, an RDMA write or
+   * read within the remote region. An atomic's 8 bytes are fixed.
+   */
   setLength(length: number): void {
-    this.#ensureOpen('setLength');
-    const limit = this.region ? this.region.length : (this.keepAlive?.byteLength ?? 0);
-    if (!Number.isInteger(length) || length < 0 || length > limit) {
-      throw argumentError('setLength', 'length', `must be an integer within the ${limit}-byte buffer`);
-    }
+    const operation = 'setLength';
+    this.#ensureOpen(operation);
+    const bound = this.#lengthBound;
+    if (bound === undefined) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its length is fixed`);
+    if (!Number.isInteger(length) || length < 0) throw argumentError(operation, 'length', 'must be a non-negative integer');
+    if (length > bound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${bound.max}: ${bound.rule}`);
     this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
   }
 
@@ -270,8 +294,13 @@ export class PreparedSend extends PreparedWorkRequest {
     if ((target.qpType === 'UD') !== (o.ud !== undefined)) {
       throw argumentError(operation, 'options.ud', target.qpType === 'UD' ? 'a UD queue pair needs options.ud { ah, remoteQpn }' : 'options.ud is for UD queue pairs only');
     }
+    const size = source instanceof MemoryRegion ? source.length : source.byteLength;
+    const bound = atomic ? undefined : lengthBound(size, o.offset, [
+      o.inline ? { max: target.maxInlineData, rule: `inline data must not exceed the queue pair's max_inline_data (${target.maxInlineData})` } : undefined,
+      o.remote?.length !== undefined ? { max: o.remote.length, rule: `the transfer must not exceed the ${o.remote.length}-byte remote region` } : undefined,
+    ]);
     // An unsignaled request never completes, so it has no context to return.
-    super(target, range.region, source instanceof MemoryRegion ? undefined : source, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
+    super(target, range.region, source instanceof MemoryRegion ? undefined : source, o.signaled ? o.context : undefined, once, ibv_send_wr.size, bound);
 
     const v = this.memory.view;
     v.setUint32(SEND_WR_OFFSET.wrId, this.wrId, true);
@@ -326,7 +355,7 @@ export class PreparedRecv extends PreparedWorkRequest {
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvOptionsSchema, options ?? {});
     const range = localRange(operation, region, target.pd, o.offset, o.length);
-    super(target, range.region, undefined, o.context, once, ibv_recv_wr.size);
+    super(target, range.region, undefined, o.context, once, ibv_recv_wr.size, lengthBound(region.length, o.offset));
     const v = this.memory.view;
     v.setUint32(RECV_WR_OFFSET.wrId, this.wrId, true);
     v.setBigUint64(RECV_WR_OFFSET.sgList, this.memory.address + BigInt(this.sge), true);
