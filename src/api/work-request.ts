@@ -1,6 +1,7 @@
 // Work requests, validated once and encoded once into native memory
 // (struct ibv_send_wr / ibv_recv_wr plus one ibv_sge). post() is the hot path:
 // a closed-resource check and one FFI crossing, nothing allocated.
+import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { RdmaError } from '../ffi/errors.js';
@@ -125,6 +126,31 @@ function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, i
   }
 }
 
+/**
+ * A plain buffer that a prepared inline send reads again at each post must
+ * keep its length: a view over a resizable or growable buffer could shrink
+ * under it, and the provider would read memory that is gone.
+ */
+function checkKeptSource(operation: string, source: Uint8Array): void {
+  const memory = source.buffer as ArrayBufferLike & { readonly resizable?: boolean; readonly growable?: boolean };
+  if (memory.resizable === true || memory.growable === true) {
+    throw argumentError(operation, 'region', 'a view over a resizable ArrayBuffer or growable SharedArrayBuffer can shrink under a prepared send; copy it into a fixed-length buffer');
+  }
+}
+
+/**
+ * After validation: a transfer of the kept buffer's ArrayBuffer (postMessage,
+ * structuredClone) then copies it instead of detaching it from under the request.
+ */
+function keepSource(source: Uint8Array): void {
+  markAsUntransferable(source.buffer);
+}
+
+/** A detached buffer (e.g. WebAssembly memory that grew) reads as 0 bytes: refused before the provider reads freed memory. */
+function checkNotDetached(operation: string, kept: Uint8Array, keptLength: number): void {
+  if (kept.byteLength !== keptLength) throw argumentError(operation, 'region', 'the buffer was detached (transferred or its memory replaced) after the request was prepared');
+}
+
 /** What bounds setLength(): the most bytes and the rule that says so; undefined when the length is fixed (atomics). */
 interface LengthBound {
   readonly max: number;
@@ -181,6 +207,8 @@ abstract class PreparedWorkRequest {
   /** A prepared request's ids; a one-shot post's id is not leased (its context goes with its completion). */
   readonly #lease: WorkRequestLease | undefined;
   readonly #lengthBound: LengthBound | undefined;
+  /** The plain buffer's length when prepared: a detached buffer reads shorter. */
+  readonly #keptLength: number;
 
   protected constructor(
     protected readonly target: PostTarget,
@@ -196,11 +224,13 @@ abstract class PreparedWorkRequest {
     this.sge = wrSize;
     this.badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
     this.#lengthBound = lengthBound;
+    this.#keptLength = keepAlive?.byteLength ?? 0;
     if (once) {
       this.wrId = workRequestIds.takeOnce(context);
     } else {
       this.#lease = target.prepared.lease(this, 1, context);
       this.wrId = this.#lease.first;
+      if (keepAlive) keepSource(keepAlive);
     }
   }
 
@@ -248,6 +278,7 @@ abstract class PreparedWorkRequest {
   protected check(operation: string): void {
     checkPostable(operation, this.target, this.region);
     if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
+    if (this.keepAlive !== undefined) checkNotDetached(operation, this.keepAlive, this.#keptLength);
   }
 
   #ensureOpen(operation: string): void {
@@ -289,6 +320,8 @@ export class PreparedSend extends PreparedWorkRequest {
     const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
     const atomic = o.opcode === 'ATOMIC_CMP_AND_SWP' || o.opcode === 'ATOMIC_FETCH_AND_ADD';
     checkSendSource(operation, source, o.inline);
+    // A one-shot post reads a plain buffer only during the call.
+    if (!once && !(source instanceof MemoryRegion)) checkKeptSource(operation, source);
     const range = localRange(operation, source, target.pd, o.offset, atomic ? (o.length ?? ATOMIC_SIZE) : o.length);
     checkSendRules(operation, o, range.length, target.maxInlineData, atomic);
     if ((target.qpType === 'UD') !== (o.ud !== undefined)) {
@@ -422,11 +455,14 @@ abstract class PreparedChain {
   readonly #verbName: string;
   readonly #noun: string;
   readonly #lease: WorkRequestLease;
+  /** An inline chain's plain buffer, kept alive while the chain is, and its length then (a detached buffer reads shorter). */
+  readonly #keepAlive: Uint8Array | undefined;
+  readonly #keptLength: number;
 
   protected constructor(
     target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
     wr: { readonly size: number; readonly wrId: number; readonly next: number; readonly sgList: number; readonly numSge: number },
-    verbName: string, noun: string,
+    verbName: string, noun: string, keepAlive: Uint8Array | undefined,
   ) {
     this.#verbName = verbName;
     this.#noun = noun;
@@ -436,6 +472,9 @@ abstract class PreparedChain {
     this.length = slots.length;
     this.target = target;
     this.#region = slots.region;
+    this.#keepAlive = keepAlive;
+    this.#keptLength = keepAlive?.byteLength ?? 0;
+    if (keepAlive) keepSource(keepAlive);
     this.#lease = target.prepared.lease(this, o.count, context);
     this.firstWrId = this.#lease.first;
     const layout = chainLayout(o.count, wr.size);
@@ -496,6 +535,7 @@ abstract class PreparedChain {
     const target = this.target;
     checkPostable(operation, target, this.#region);
     if (this.#lease.released) throw new ResourceClosedError(this.kind, operation);
+    if (this.#keepAlive !== undefined) checkNotDetached(operation, this.#keepAlive, this.#keptLength);
     const ret = verb(target.address, this.#wr, this.#badWr);
     if (ret !== 0) {
       const { memory, badWrOffset, wrSize } = this.#layout;
@@ -516,7 +556,7 @@ export class PreparedRecvChain extends PreparedChain {
     const operation = 'QueuePair.prepareRecvChain';
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
-    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, receivePostName(target), 'receives');
+    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, receivePostName(target), 'receives', undefined);
   }
 
   /** Posts every receive of the chain: one FFI crossing. */
@@ -535,19 +575,16 @@ export class PreparedRecvChain extends PreparedChain {
  * (a send queue completes in order), at one completion per post().
  */
 export class PreparedSendChain extends PreparedChain {
-  /** An inline chain's plain buffer, kept alive while the chain is. */
-  readonly #keepAlive: Uint8Array | undefined;
-
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendChainOptions) {
     assertInternal(key, 'new PreparedSendChain', 'use qp.prepareSendChain()');
     const operation = 'QueuePair.prepareSendChain';
     const o = parseArgument(operation, 'options', sendChainOptionsSchema, options);
     checkSendSource(operation, source, o.inline);
+    if (!(source instanceof MemoryRegion)) checkKeptSource(operation, source);
     if (target.qpType === 'UD') throw argumentError(operation, 'queuePair', 'a chain sends on connected queue pairs only; post UD sends one by one');
     const slots = chainSlots(operation, target, source, o);
     if (o.inline) checkInlineLength(operation, slots.length, target.maxInlineData);
-    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends');
-    this.#keepAlive = source instanceof MemoryRegion ? undefined : source;
+    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends', source instanceof MemoryRegion ? undefined : source);
     const inline = o.inline ? IBV_SEND_INLINE : 0;
     this.eachRequest((view, at, index) => {
       const signaled = o.signaled === 'all' || (o.signaled === 'last' && index === o.count - 1);
