@@ -117,9 +117,17 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   statusAt(index: number): number {
     return readStatus(this.#view, index * WC_SIZE);
   }
-  /** wr_id of the i-th completion of the last poll(). */
+  /**
+   * wr_id of the i-th completion of the last poll(). A one-shot post's context
+   * is kept until its completion is decoded (completionAt(), next(), waitOne())
+   * or taken with contextAt(): a loop that reads only wr_ids should post without one.
+   */
   wrIdAt(index: number): number {
     return readWrId(this.#view, index * WC_SIZE);
+  }
+  /** The context of the i-th completion of the last poll(); a one-shot post's is forgotten once taken. */
+  contextAt(index: number): unknown {
+    return contextOf(readWrId(this.#view, index * WC_SIZE));
   }
   /** byte_len of the i-th completion of the last poll(). */
   byteLenAt(index: number): number {

@@ -20,6 +20,7 @@ import {
   PreparedRecv, PreparedRecvChain, PreparedSend, PreparedSendChain, postOnce,
   type PostTarget, type RecvChainOptions, type RecvOptions, type SendChainOptions, type SendOptions,
 } from './work-request.js';
+import { PreparedRequestIds } from './work-request-ids.js';
 import { argumentError, parseArgument } from './validate.js';
 import type { WorkCompletion } from './work-completion.js';
 
@@ -116,7 +117,7 @@ export class QueuePair extends Resource {
     const ops = this.#ops;
     return (this.#target ??= {
       owner: this, address: toAddress(this.handle), ops, postReceive: ops.postRecvAt, pd: this.protectionDomain,
-      maxInlineData: this.caps.maxInlineData, qpType: this.type,
+      maxInlineData: this.caps.maxInlineData, qpType: this.type, prepared: new PreparedRequestIds(),
     });
   }
 
@@ -215,8 +216,16 @@ export class QueuePair extends Resource {
     return this.recvCq.next();
   }
 
-  /** rdma_destroy_qp, after the CQs acked their events (it destroys librdmacm's CQs too, never your own). */
+  /**
+   * rdma_destroy_qp, after the CQs acked their events (it destroys librdmacm's
+   * CQs too, never your own); then its prepared requests are closed, their wr_ids
+   * and contexts forgotten.
+   */
   protected release(): void {
-    this.destroy();
+    try {
+      this.destroy();
+    } finally {
+      this.#target?.prepared.releaseAll();
+    }
   }
 }

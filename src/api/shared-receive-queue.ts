@@ -10,6 +10,7 @@ import type { ProtectionDomain } from './protection-domain.js';
 import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { PreparedRecv, PreparedRecvChain, postOnce, type PostTarget, type RecvChainOptions, type RecvOptions } from './work-request.js';
+import { PreparedRequestIds } from './work-request-ids.js';
 
 export class SharedReceiveQueue extends Resource {
   readonly maxWr: number;
@@ -27,7 +28,7 @@ export class SharedReceiveQueue extends Resource {
     this.maxSge = maxSge;
     const context = readPointer(handle, koffi.offsetof(ibv_srq, 'context'));
     const ops = contextOps(context);
-    this.#target = { owner: this, address: toAddress(handle), ops, postReceive: ops.postSrqRecvAt, pd, maxInlineData: 0, qpType: 'SRQ' };
+    this.#target = { owner: this, address: toAddress(handle), ops, postReceive: ops.postSrqRecvAt, pd, maxInlineData: 0, qpType: 'SRQ', prepared: new PreparedRequestIds() };
   }
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */
@@ -48,8 +49,12 @@ export class SharedReceiveQueue extends Resource {
     return postOnce(new PreparedRecv(internal, this.#target, region, options, true));
   }
 
-  /** rdma_destroy_srq (after the QPs that use it are gone: the id closes its QP first). */
+  /** rdma_destroy_srq (after the QPs that use it are gone: the id closes its QP first); then its prepared receives are closed. */
   protected release(): void {
-    this.destroy();
+    try {
+      this.destroy();
+    } finally {
+      this.#target.prepared.releaseAll();
+    }
   }
 }

@@ -1,6 +1,7 @@
 // Work requests, validated once and encoded once into native memory
 // (struct ibv_send_wr / ibv_recv_wr plus one ibv_sge). post() is the hot path:
 // a closed-resource check and one FFI crossing, nothing allocated.
+import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { RdmaError } from '../ffi/errors.js';
@@ -16,11 +17,13 @@ import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, i
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
 import { argumentError, parseArgument, u32, u64 } from './validate.js';
-import { trackWorkRequest, trackWorkRequestBlock, untrackWorkRequest } from './work-request-ids.js';
+import { ResourceClosedError } from './errors.js';
+import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
 import type { Resource } from './resource.js';
 
 const ATOMIC_SIZE = 8;
+const MAX_SGE_LENGTH = 0xffffffff;
 
 /** Where a one-sided operation lands: a peer region's address and rkey (and length, to check bounds). */
 const remoteSchema = z.strictObject({
@@ -91,6 +94,8 @@ export interface PostTarget {
   readonly pd: Resource;
   readonly maxInlineData: number;
   readonly qpType: string;
+  /** The ids of the queue's prepared requests, released when it closes. */
+  readonly prepared: PreparedRequestIds;
 }
 
 /** The local memory of an SGE, checked: offset/length inside the region (or inline buffer). */
@@ -119,6 +124,45 @@ function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, i
   if (!(source instanceof MemoryRegion) && !inline) {
     throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
   }
+}
+
+/**
+ * A plain buffer that a prepared inline send reads again at each post must
+ * keep its length: a view over a resizable or growable buffer could shrink
+ * under it, and the provider would read memory that is gone.
+ */
+function checkKeptSource(operation: string, source: Uint8Array): void {
+  const memory = source.buffer as ArrayBufferLike & { readonly resizable?: boolean; readonly growable?: boolean };
+  if (memory.resizable === true || memory.growable === true) {
+    throw argumentError(operation, 'region', 'a view over a resizable ArrayBuffer or growable SharedArrayBuffer can shrink under a prepared send; copy it into a fixed-length buffer');
+  }
+}
+
+/**
+ * After validation: a transfer of the kept buffer's ArrayBuffer (postMessage,
+ * structuredClone) then copies it instead of detaching it from under the request.
+ */
+function keepSource(source: Uint8Array): void {
+  markAsUntransferable(source.buffer);
+}
+
+/** A detached buffer (e.g. WebAssembly memory that grew) reads as 0 bytes: refused before the provider reads freed memory. */
+function checkNotDetached(operation: string, kept: Uint8Array, keptLength: number): void {
+  if (kept.byteLength !== keptLength) throw argumentError(operation, 'region', 'the buffer was detached (transferred or its memory replaced) after the request was prepared');
+}
+
+/** What bounds setLength(): the most bytes and the rule that says so; undefined when the length is fixed (atomics). */
+interface LengthBound {
+  readonly max: number;
+  readonly rule: string;
+}
+
+/** The tightest of the local range's room and the opcode's limits, for setLength(). */
+function lengthBound(size: number, offset: number, limits: readonly (LengthBound | undefined)[] = []): LengthBound {
+  let bound: LengthBound = { max: size - offset, rule: `offset ${offset} + length must stay within the ${size}-byte region` };
+  if (bound.max > MAX_SGE_LENGTH) bound = { max: MAX_SGE_LENGTH, rule: 'an SGE length is a u32' };
+  for (const limit of limits) if (limit !== undefined && limit.max < bound.max) bound = limit;
+  return bound;
 }
 
 /** Inline data is copied into the WQE: no more than the QP granted. */
@@ -160,6 +204,11 @@ abstract class PreparedWorkRequest {
   protected readonly wr: Address;
   protected readonly badWr: Address;
   protected readonly sge: number;
+  /** A prepared request's ids; a one-shot post's id is not leased (its context goes with its completion). */
+  readonly #lease: WorkRequestLease | undefined;
+  readonly #lengthBound: LengthBound | undefined;
+  /** The plain buffer's length when prepared: a detached buffer reads shorter. */
+  readonly #keptLength: number;
 
   protected constructor(
     protected readonly target: PostTarget,
@@ -168,12 +217,21 @@ abstract class PreparedWorkRequest {
     context: unknown,
     once: boolean,
     wrSize: number,
+    lengthBound: LengthBound | undefined,
   ) {
     this.memory = nativeScratch(wrSize + ibv_sge.size + 8);
     this.wr = toAddress(this.memory.address);
     this.sge = wrSize;
     this.badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
-    this.wrId = trackWorkRequest(context, once);
+    this.#lengthBound = lengthBound;
+    this.#keptLength = keepAlive?.byteLength ?? 0;
+    if (once) {
+      this.wrId = workRequestIds.takeOnce(context);
+    } else {
+      this.#lease = target.prepared.lease(this, 1, context);
+      this.wrId = this.#lease.first;
+      if (keepAlive) keepSource(keepAlive);
+    }
   }
 
   protected writeSge(address: Pointer, length: number, lkey: number): void {
@@ -183,18 +241,52 @@ abstract class PreparedWorkRequest {
     v.setUint32(this.sge + SGE_OFFSET.lkey, lkey, true);
   }
 
-  /** Changes the SGE's length (e.g. a shorter message from the same region), within its bounds. */
+  /**
+   * Changes the SGE's length (e.g. a shorter message from the same region),
+   * within the rules checked when it was prepared: offset + length inside the
+   * region or buffer, inline data within max_inline_data, an RDMA write or
+   * read within the remote region. An atomic's 8 bytes are fixed.
+   */
   setLength(length: number): void {
-    const limit = this.region ? this.region.length : (this.keepAlive?.byteLength ?? 0);
-    if (!Number.isInteger(length) || length < 0 || length > limit) {
-      throw argumentError('setLength', 'length', `must be an integer within the ${limit}-byte buffer`);
-    }
+    const operation = 'setLength';
+    this.#ensureOpen(operation);
+    const bound = this.#lengthBound;
+    if (bound === undefined) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its length is fixed`);
+    if (!Number.isInteger(length) || length < 0) throw argumentError(operation, 'length', 'must be a non-negative integer');
+    if (length > bound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${bound.max}: ${bound.rule}`);
     this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
+  }
+
+  /** Whether close() has run, here or through the queue's close. */
+  get closed(): boolean {
+    return this.#lease?.released ?? false;
+  }
+
+  /**
+   * Forgets this request's wr_id and its context; post() then throws
+   * ResourceClosedError. Closing the queue closes it too. Close it once its
+   * completions are in: a later one comes without its context. Idempotent.
+   */
+  close(): void {
+    this.#lease?.release();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
   }
 
   protected check(operation: string): void {
     checkPostable(operation, this.target, this.region);
+    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
+    if (this.keepAlive !== undefined) checkNotDetached(operation, this.keepAlive, this.#keptLength);
   }
+
+  #ensureOpen(operation: string): void {
+    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
+  }
+
+  /** What this is, for messages. */
+  protected abstract get kind(): string;
 }
 
 /** What every post checks first: its queue is open and its memory still registered. */
@@ -211,7 +303,7 @@ export function postOnce(request: PreparedRecv | PreparedSend): number {
   try {
     request.post();
   } catch (error) {
-    untrackWorkRequest(request.wrId);
+    workRequestIds.release(request.wrId);
     throw error;
   }
   return request.wrId;
@@ -228,13 +320,20 @@ export class PreparedSend extends PreparedWorkRequest {
     const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
     const atomic = o.opcode === 'ATOMIC_CMP_AND_SWP' || o.opcode === 'ATOMIC_FETCH_AND_ADD';
     checkSendSource(operation, source, o.inline);
+    // A one-shot post reads a plain buffer only during the call.
+    if (!once && !(source instanceof MemoryRegion)) checkKeptSource(operation, source);
     const range = localRange(operation, source, target.pd, o.offset, atomic ? (o.length ?? ATOMIC_SIZE) : o.length);
     checkSendRules(operation, o, range.length, target.maxInlineData, atomic);
     if ((target.qpType === 'UD') !== (o.ud !== undefined)) {
       throw argumentError(operation, 'options.ud', target.qpType === 'UD' ? 'a UD queue pair needs options.ud { ah, remoteQpn }' : 'options.ud is for UD queue pairs only');
     }
+    const size = source instanceof MemoryRegion ? source.length : source.byteLength;
+    const bound = atomic ? undefined : lengthBound(size, o.offset, [
+      o.inline ? { max: target.maxInlineData, rule: `inline data must not exceed the queue pair's max_inline_data (${target.maxInlineData})` } : undefined,
+      o.remote?.length !== undefined ? { max: o.remote.length, rule: `the transfer must not exceed the ${o.remote.length}-byte remote region` } : undefined,
+    ]);
     // An unsignaled request never completes, so it has no context to return.
-    super(target, range.region, source instanceof MemoryRegion ? undefined : source, o.signaled ? o.context : undefined, once, ibv_send_wr.size);
+    super(target, range.region, source instanceof MemoryRegion ? undefined : source, o.signaled ? o.context : undefined, once, ibv_send_wr.size, bound);
 
     const v = this.memory.view;
     v.setUint32(SEND_WR_OFFSET.wrId, this.wrId, true);
@@ -275,6 +374,10 @@ export class PreparedSend extends PreparedWorkRequest {
     const ret = this.target.ops.postSendAt(this.target.address, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError('ibv_post_send', ret);
   }
+
+  protected get kind(): string {
+    return 'prepared send';
+  }
 }
 
 /** A receive, encoded once; post() it again each time its buffer is free. */
@@ -285,7 +388,7 @@ export class PreparedRecv extends PreparedWorkRequest {
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvOptionsSchema, options ?? {});
     const range = localRange(operation, region, target.pd, o.offset, o.length);
-    super(target, range.region, undefined, o.context, once, ibv_recv_wr.size);
+    super(target, range.region, undefined, o.context, once, ibv_recv_wr.size, lengthBound(region.length, o.offset));
     const v = this.memory.view;
     v.setUint32(RECV_WR_OFFSET.wrId, this.wrId, true);
     v.setBigUint64(RECV_WR_OFFSET.sgList, this.memory.address + BigInt(this.sge), true);
@@ -298,6 +401,10 @@ export class PreparedRecv extends PreparedWorkRequest {
     this.check('PreparedRecv.post');
     const ret = this.target.postReceive(this.target.address, this.wr, this.badWr);
     if (ret !== 0) throw new RdmaError(receivePostName(this.target), ret);
+  }
+
+  protected get kind(): string {
+    return 'prepared receive';
   }
 }
 
@@ -347,11 +454,15 @@ abstract class PreparedChain {
   /** For a refused post's error: the C verb, and what the chain holds ('receives', 'sends'). */
   readonly #verbName: string;
   readonly #noun: string;
+  readonly #lease: WorkRequestLease;
+  /** An inline chain's plain buffer, kept alive while the chain is, and its length then (a detached buffer reads shorter). */
+  readonly #keepAlive: Uint8Array | undefined;
+  readonly #keptLength: number;
 
   protected constructor(
     target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
     wr: { readonly size: number; readonly wrId: number; readonly next: number; readonly sgList: number; readonly numSge: number },
-    verbName: string, noun: string,
+    verbName: string, noun: string, keepAlive: Uint8Array | undefined,
   ) {
     this.#verbName = verbName;
     this.#noun = noun;
@@ -361,7 +472,11 @@ abstract class PreparedChain {
     this.length = slots.length;
     this.target = target;
     this.#region = slots.region;
-    this.firstWrId = trackWorkRequestBlock(o.count, context);
+    this.#keepAlive = keepAlive;
+    this.#keptLength = keepAlive?.byteLength ?? 0;
+    if (keepAlive) keepSource(keepAlive);
+    this.#lease = target.prepared.lease(this, o.count, context);
+    this.firstWrId = this.#lease.first;
     const layout = chainLayout(o.count, wr.size);
     const { memory, sgeBase } = layout;
     const v = memory.view;
@@ -387,6 +502,26 @@ abstract class PreparedChain {
     return slot >= 0 && slot < this.count ? slot : -1;
   }
 
+  /** Whether close() has run, here or through the queue's close. */
+  get closed(): boolean {
+    return this.#lease.released;
+  }
+
+  /**
+   * Forgets the chain's wr_ids and their context; post() then throws
+   * ResourceClosedError. Closing the queue closes it too. Idempotent.
+   */
+  close(): void {
+    this.#lease.release();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** What this is, for messages. */
+  protected abstract get kind(): string;
+
   /** For subclasses' encoding: calls `write` with the chain's view and each request's offset in it. */
   protected eachRequest(write: (view: DataView, at: number, index: number) => void): void {
     for (let i = 0; i < this.count; i++) write(this.#layout.memory.view, i * this.#layout.wrSize, i);
@@ -399,6 +534,8 @@ abstract class PreparedChain {
   protected postWith(operation: string, verb: (handle: Address, wr: Address, badWr: Address) => number): void {
     const target = this.target;
     checkPostable(operation, target, this.#region);
+    if (this.#lease.released) throw new ResourceClosedError(this.kind, operation);
+    if (this.#keepAlive !== undefined) checkNotDetached(operation, this.#keepAlive, this.#keptLength);
     const ret = verb(target.address, this.#wr, this.#badWr);
     if (ret !== 0) {
       const { memory, badWrOffset, wrSize } = this.#layout;
@@ -419,12 +556,16 @@ export class PreparedRecvChain extends PreparedChain {
     const operation = 'QueuePair.prepareRecvChain';
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
-    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, receivePostName(target), 'receives');
+    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, receivePostName(target), 'receives', undefined);
   }
 
   /** Posts every receive of the chain: one FFI crossing. */
   post(): void {
     this.postWith('PreparedRecvChain.post', this.target.postReceive);
+  }
+
+  protected get kind(): string {
+    return 'prepared receive chain';
   }
 }
 
@@ -434,19 +575,16 @@ export class PreparedRecvChain extends PreparedChain {
  * (a send queue completes in order), at one completion per post().
  */
 export class PreparedSendChain extends PreparedChain {
-  /** An inline chain's plain buffer, kept alive while the chain is. */
-  readonly #keepAlive: Uint8Array | undefined;
-
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendChainOptions) {
     assertInternal(key, 'new PreparedSendChain', 'use qp.prepareSendChain()');
     const operation = 'QueuePair.prepareSendChain';
     const o = parseArgument(operation, 'options', sendChainOptionsSchema, options);
     checkSendSource(operation, source, o.inline);
+    if (!(source instanceof MemoryRegion)) checkKeptSource(operation, source);
     if (target.qpType === 'UD') throw argumentError(operation, 'queuePair', 'a chain sends on connected queue pairs only; post UD sends one by one');
     const slots = chainSlots(operation, target, source, o);
     if (o.inline) checkInlineLength(operation, slots.length, target.maxInlineData);
-    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends');
-    this.#keepAlive = source instanceof MemoryRegion ? undefined : source;
+    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends', source instanceof MemoryRegion ? undefined : source);
     const inline = o.inline ? IBV_SEND_INLINE : 0;
     this.eachRequest((view, at, index) => {
       const signaled = o.signaled === 'all' || (o.signaled === 'last' && index === o.count - 1);
@@ -458,5 +596,9 @@ export class PreparedSendChain extends PreparedChain {
   /** Posts every send of the chain: one FFI crossing. */
   post(): void {
     this.postWith('PreparedSendChain.post', this.target.ops.postSendAt);
+  }
+
+  protected get kind(): string {
+    return 'prepared send chain';
   }
 }

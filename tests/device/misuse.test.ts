@@ -6,7 +6,11 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { once } from 'node:events';
 import { MessageChannel } from 'node:worker_threads';
-import { createId, DeviceContext, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError } from '../../src/index.js';
+import {
+  createId, DeviceContext, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError,
+  type MemoryRegion, type PreparedRecvChain, type SharedReceiveQueue,
+} from '../../src/index.js';
+import { contextOf } from '../../src/api/work-request-ids.js';
 import { libibverbs, librdmacm, type Pointer } from '../../src/raw.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
@@ -191,5 +195,113 @@ test('resources with no parent that reports them (made on an id\'s device, or an
     assert.equal(libibverbs.ibv_dealloc_pd(leaked.pd), 0);
     assert.equal(libibverbs.ibv_destroy_cq(leaked.cq), 0);
     assert.equal(librdmacm.rdma_destroy_id(leaked.id), 0);
+  }
+});
+
+test('an inline send that keeps a plain buffer refuses a resizable or growable one, and a detached one at post', { timeout: 60_000 }, async () => {
+  const pair = await connectPair();
+  try {
+    const qp = pair.client.queuePair;
+    // lib ES2022 does not know the maxByteLength option.
+    const resizable = new Uint8Array(new (ArrayBuffer as new (length: number, options: object) => ArrayBuffer)(32, { maxByteLength: 64 }));
+    const growable = new Uint8Array(new (SharedArrayBuffer as new (length: number, options: object) => SharedArrayBuffer)(32, { maxByteLength: 64 }));
+    for (const source of [resizable, growable]) {
+      assert.throws(() => qp.prepareSend(source, { inline: true }), (error: unknown) => error instanceof RdmaArgumentError && error.issues[0]?.path === 'region' && /resizable/.test(error.message));
+      assert.throws(() => qp.prepareSendChain(source, { count: 2, stride: 16, inline: true }), (error: unknown) => error instanceof RdmaArgumentError && /resizable/.test(error.message));
+    }
+
+    // WebAssembly memory that grows detaches its old buffer (the memory may move): the post is refused, not read.
+    const wasm = (globalThis as unknown as { WebAssembly: { Memory: new (size: { initial: number }) => { buffer: ArrayBuffer; grow(pages: number): number } } }).WebAssembly;
+    const memory = new wasm.Memory({ initial: 1 });
+    const send = qp.prepareSend(new Uint8Array(memory.buffer, 0, 16), { inline: true });
+    const chain = qp.prepareSendChain(new Uint8Array(memory.buffer, 0, 16), { count: 2, stride: 8, inline: true });
+    memory.grow(1);
+    gc();
+    assert.throws(() => send.post(), (error: unknown) => error instanceof RdmaArgumentError && /detached/.test(error.message));
+    assert.throws(() => chain.post(), (error: unknown) => error instanceof RdmaArgumentError && /detached/.test(error.message));
+  } finally {
+    await pair.hangUp();
+  }
+});
+
+test('a transfer of a prepared inline send\'s buffer copies it instead of detaching it: the request still sends its bytes', { timeout: 60_000 }, async () => {
+  let inbox!: MemoryRegion;
+  const pair = await connectPair({
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(64));
+      id.postRecv(inbox);
+      id.postRecv(inbox);
+    },
+  });
+  try {
+    const qp = pair.client.queuePair;
+    const message = new Uint8Array(32).map((_, i) => 0x40 + i);
+    const send = qp.prepareSend(message, { inline: true });
+    const copy = structuredClone(message.buffer, { transfer: [message.buffer] });
+    assert.equal(message.byteLength, 32, 'structuredClone copied instead of detaching');
+    assert.equal(copy.byteLength, 32);
+    const { port1, port2 } = new MessageChannel();
+    port1.postMessage(message, [message.buffer]);
+    port1.close();
+    port2.close();
+    assert.equal(message.byteLength, 32, 'postMessage copied instead of detaching');
+    gc();
+    for (let round = 0; round < 2; round++) {
+      inbox.buffer.fill(0);
+      send.post();
+      await pair.client.queuePair.nextSendCompletion();
+      const received = await pair.server.queuePair.nextRecvCompletion();
+      assert.equal(received.byteLen, 32);
+      assert.deepEqual(new Uint8Array(inbox.buffer.subarray(0, 32)), message);
+    }
+    send.close();
+  } finally {
+    await pair.hangUp();
+  }
+});
+
+test('a closed prepared request throws ResourceClosedError on post; closing its queue pair or SRQ closes every prepared request and forgets their contexts', { timeout: 60_000 }, async () => {
+  let srq!: SharedReceiveQueue;
+  const pair = await connectPair({ beforeQp: (id, side) => {
+    if (side === 'server') srq = id.createSrq({ maxWr: 8, maxSge: 1 });
+  } });
+  try {
+    const { client, server } = pair;
+    const qp = client.queuePair;
+    const region = client.regMsgs(Buffer.alloc(64));
+    const send = qp.prepareSend(region, { context: 'send' });
+    send.close();
+    send[Symbol.dispose]();
+    assert.equal(send.closed, true);
+    assert.equal(contextOf(send.wrId), undefined, 'its context is forgotten');
+    assert.throws(() => send.post(), (error: unknown) => error instanceof ResourceClosedError && /prepared send is closed/.test(error.message));
+    assert.throws(() => send.setLength(8), ResourceClosedError);
+
+    const prepared = [
+      qp.prepareSend(region, { context: 'send' }),
+      qp.prepareRecv(region, { context: 'recv' }),
+      qp.prepareSendChain(region, { count: 2, stride: 32, context: 'send chain' }),
+      qp.prepareRecvChain(region, { count: 2, stride: 32, context: 'recv chain' }),
+    ];
+    const wrIds = prepared.map((request) => ('firstWrId' in request ? request.firstWrId : request.wrId));
+    assert.deepEqual(wrIds.map(contextOf), ['send', 'recv', 'send chain', 'recv chain']);
+    const chain = prepared[3] as PreparedRecvChain;
+    assert.equal(contextOf(chain.firstWrId + 1), 'recv chain');
+    client.destroyQp();
+    gc();
+    assert.ok(prepared.every((request) => request.closed), 'the queue pair closed its prepared requests');
+    assert.deepEqual(wrIds.map(contextOf), [undefined, undefined, undefined, undefined]);
+    assert.equal(contextOf(chain.firstWrId + 1), undefined);
+    for (const request of prepared) assert.throws(() => request.post(), (error: unknown) => error instanceof RdmaArgumentError && /queue pair is closed/.test(error.message));
+
+    const inbox = server.regMsgs(Buffer.alloc(64));
+    const receive = srq.prepareRecv(inbox, { context: 'srq' });
+    const receives = srq.prepareRecvChain(inbox, { count: 2, stride: 32 });
+    server.close();
+    assert.ok(receive.closed && receives.closed, 'the SRQ closed its prepared receives');
+    assert.equal(contextOf(receive.wrId), undefined);
+  } finally {
+    pair.close();
   }
 });

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  createId, getAddrInfo, ConnectionError, EventChannel, RdmaError, WorkCompletionError, type CmId,
+  createId, getAddrInfo, ConnectionError, EventChannel, RdmaArgumentError, RdmaError, WorkCompletionError, type CmId,
   type MemoryRegion, type PreparedRecvChain, raw,
 } from '../../src/index.js';
 import koffi from 'koffi';
@@ -401,6 +401,74 @@ test('a send chain posts its sends in one call, each from its own slot; only the
     assert.throws(() => tooLong.post(), (error: unknown) => error instanceof RdmaError && error.syscall === 'ibv_post_send' && /\d+ of the chain's \d+ sends were posted/.test(error.message));
   } finally {
     pair.close();
+  }
+});
+
+test('setLength keeps the rules checked when the request was prepared (offset, inline limit, remote region, atomics); a valid one sends that many bytes', async () => {
+  let inbox!: MemoryRegion;
+  const pair = await connectPair({
+    qp: { sendWr: 8, recvWr: 8, inlineData: 64 },
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(256));
+      id.postRecv(inbox);
+    },
+  });
+  /** The call throws an argument error about 'length' whose rule matches `rule`. */
+  const refusesLength = (call: () => void, rule: RegExp) =>
+    assert.throws(call, (error: unknown) => error instanceof RdmaArgumentError && error.issues[0]?.path === 'length' && rule.test(error.issues[0].rule), String(rule));
+  try {
+    const { client, server } = pair;
+    const qp = client.queuePair;
+    const maxInline = qp.caps.maxInlineData;
+    assert.ok(maxInline >= 50, `the QP grants at least the 50 inline bytes this test sends (${maxInline})`);
+
+    // The review's example: 150 + 200 would read 150 bytes past the 200-byte buffer.
+    const message = Buffer.alloc(200);
+    for (let i = 0; i < message.length; i++) message[i] = i;
+    const tail = qp.prepareSend(message, { inline: true, offset: 150, length: 50, context: 'tail' });
+    refusesLength(() => tail.setLength(200), /offset 150 \+ length must stay within the 200-byte region/);
+    refusesLength(() => tail.setLength(51), /offset 150/);
+    refusesLength(() => tail.setLength(-1), /non-negative integer/);
+    refusesLength(() => tail.setLength(1.5), /non-negative integer/);
+
+    // Inline: the QP's max_inline_data binds before the buffer's end does.
+    const large = qp.prepareSend(Buffer.alloc(maxInline + 100), { inline: true, length: 8 });
+    refusesLength(() => large.setLength(maxInline + 1), /max_inline_data/);
+    large.setLength(maxInline);
+    large.close();
+
+    // RDMA write: no more than the remote region the request was prepared with.
+    const exposed = server.pd.allocate(64, ['LOCAL_WRITE', 'REMOTE_WRITE']);
+    const local = client.pd.allocate(256, ['LOCAL_WRITE']);
+    local.buffer.fill(0x5a);
+    const write = qp.prepareSend(local, { opcode: 'RDMA_WRITE', length: 16, remote: { address: exposed.address, rkey: exposed.rkey, length: 32 } });
+    refusesLength(() => write.setLength(33), /32-byte remote region/);
+
+    // An atomic works on 8 bytes, whatever is asked.
+    const atomic = qp.prepareSend(client.pd.allocate(8, ['LOCAL_WRITE']), {
+      opcode: 'ATOMIC_FETCH_AND_ADD', remote: { address: exposed.address, rkey: exposed.rkey }, compareAdd: 1n,
+    });
+    refusesLength(() => atomic.setLength(8), /fixed/);
+    atomic.close();
+
+    // Valid lengths go end to end.
+    tail.setLength(20);
+    tail.post();
+    assert.equal((await withTimeout(qp.nextSendCompletion())).context, 'tail');
+    const received = await withTimeout(server.queuePair.nextRecvCompletion());
+    assert.equal(received.byteLen, 20);
+    assert.deepEqual(inbox.buffer.subarray(0, 20), message.subarray(150, 170));
+    tail.close();
+
+    write.setLength(32);
+    write.post();
+    await withTimeout(qp.nextSendCompletion());
+    assert.ok(exposed.buffer.subarray(0, 32).every((byte) => byte === 0x5a), 'the 32 bytes were written');
+    assert.ok(exposed.buffer.subarray(32).every((byte) => byte === 0), 'nothing past them');
+    write.close();
+  } finally {
+    await pair.hangUp();
   }
 });
 
