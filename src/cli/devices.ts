@@ -9,7 +9,8 @@ export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for d
 
 const usage = `Usage: rdmacm devices [-v] [--json] [-h]
 
-List the RDMA devices on this host.
+List the RDMA devices on this host. Exits 0 when there is at least one, 1 on a
+bad option, 2 when there is none (nothing on stdout, even with --json).
 
 Options:
   -v, --verbose   every device's attributes, limits, ports and GIDs (like ibv_devinfo -v)

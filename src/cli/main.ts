@@ -31,6 +31,13 @@ export async function main(argv: string[]): Promise<number> {
     strict: false,
   });
   if (positionals.length > 0) {
+    // An option before the command (rdmacm -h devices): the command's own help, or its options after it.
+    const later = commands.find((c) => c.name === positionals[0]);
+    if (later && values.help) return later.run(['--help']);
+    if (later) {
+      process.stderr.write(`rdmacm: options go after the command: rdmacm ${later.name} [options]\n`);
+      return 1;
+    }
     process.stderr.write(`rdmacm: unknown command '${positionals[0]}'\n\n${usage()}`);
     return 1;
   }

@@ -25,6 +25,18 @@ for (const { name } of commands) {
   });
 }
 
+test('an option before the command: -h shows the command\'s help; others say where options go', () => {
+  const help = rdmacm(['-h', 'devices']);
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /^Usage: rdmacm devices/);
+  const misplaced = rdmacm(['--json', 'devices']);
+  assert.equal(misplaced.status, 1);
+  assert.equal(misplaced.stderr, 'rdmacm: options go after the command: rdmacm devices [options]\n');
+  const unknown = rdmacm(['-h', 'nonsense']);
+  assert.equal(unknown.status, 1);
+  assert.match(unknown.stderr, /^rdmacm: unknown command 'nonsense'/);
+});
+
 // Commands that need a device, with arguments that would otherwise run them.
 const needDevice: [string, string[]][] = [
   ['devices', ['devices']],
