@@ -92,7 +92,9 @@ export function copyCmEvent(event: Pointer, udPortSpace: boolean | ((idAddress: 
   let conn: EventConnParam | undefined;
   let ud: EventUdParam | undefined;
   if (NO_PARAM_EVENTS.has(type)) return { type, status, idHandle, listenIdHandle, idAddress, listenIdAddress, conn, ud };
-  if (UD_EVENTS.has(type) || (typeof udPortSpace === 'boolean' ? udPortSpace : udPortSpace(idAddress))) {
+  // A CONNECT_REQUEST's id is new: the listener's port space says what it carries.
+  const owner = listenIdAddress !== 0 ? listenIdAddress : idAddress;
+  if (UD_EVENTS.has(type) || (typeof udPortSpace === 'boolean' ? udPortSpace : udPortSpace(owner))) {
     const p = koffi.decode(event, EVENT.param, rdma_ud_param) as RdmaUdParam;
     ud = { privateData: copyPrivateData(p.private_data, p.private_data_len), ahAttr: p.ah_attr, qpNum: p.qp_num, qkey: p.qkey };
   } else {

@@ -232,8 +232,12 @@ export class CmId extends Resource implements EventTarget {
   /** Operations waiting for events on this id (an operation, and possibly waitForDisconnect), oldest first. */
   readonly #waiters: Waiter[] = [];
   #disconnected = false;
-  /** For ids that arrived as connection requests: what the peer sent. */
-  readonly request: EventConnParam | undefined;
+  /**
+   * For ids that arrived as connection requests: what the peer sent, its
+   * connection parameters (an RC request) or UD parameters (a UDP port space
+   * request, `'qkey' in request`); `privateData` either way.
+   */
+  readonly request: EventConnParam | EventUdParam | undefined;
 
   /** @internal Use createId(), createEndpoint() or a listener's getRequest()/nextRequest(). */
   constructor(
@@ -244,7 +248,7 @@ export class CmId extends Resource implements EventTarget {
       context?: unknown;
       portSpace: PortSpaceName;
       endpoint: boolean;
-      request?: EventConnParam | undefined;
+      request?: EventConnParam | EventUdParam | undefined;
       /** The PD the caller gave for the QP (rdma_create_ep), if any. */
       pd?: ProtectionDomain | undefined;
       /** The caps rdma_create_ep granted, when it made a QP. */
@@ -510,7 +514,8 @@ export class CmId extends Resource implements EventTarget {
     checkRdma(operation, librdmacm.rdma_get_request(this.handle, slot));
     const handle = slot.readBigUInt64LE(0);
     const event = readPointer(handle, ID.event);
-    const request = event === 0n ? undefined : copyCmEvent(event, this.udPortSpace).conn;
+    const copied = event === 0n ? undefined : copyCmEvent(event, this.udPortSpace);
+    const request = copied?.conn ?? copied?.ud;
     if (event !== 0n) {
       // The request event counts against the listener, whose rdma_destroy_id
       // waits until it is acked, and librdmacm acks it only on a successful RC

@@ -33,7 +33,7 @@ export interface EventTarget {
 }
 
 /** Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
-export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener: EventTarget, request: RawCmEvent['conn']) => EventTarget;
+export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener: EventTarget, request: RawCmEvent['conn'] | RawCmEvent['ud']) => EventTarget;
 
 export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId>> {
   readonly fd: number;
@@ -186,7 +186,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     let target = this.#targets.get(raw.idAddress);
     const listener = raw.listenIdAddress === 0 ? undefined : this.#targets.get(raw.listenIdAddress);
     if (raw.type === 'CONNECT_REQUEST' && listener && !target && EventChannel.adoptRequest) {
-      target = EventChannel.adoptRequest(this, raw.idHandle, listener, raw.conn);
+      target = EventChannel.adoptRequest(this, raw.idHandle, listener, raw.conn ?? raw.ud);
     }
     if (!target) return; // an id closed since: its event is acked and dropped
     const event: CmEvent<EventTarget> = { type: raw.type, status: raw.status, conn: raw.conn, ud: raw.ud, id: target, listenId: listener };

@@ -14,14 +14,14 @@ const SIZE = 100;
 const UDADDY_PORT = 7174;
 
 /** A UD client: resolved, with a UD QP and `COUNT` receives posted, then "connected" (SIDR). */
-async function udClient(channel: EventChannel, address: string, port: number) {
+async function udClient(channel: EventChannel, address: string, port: number, privateData?: Buffer) {
   const id = createId(channel, { portSpace: 'UDP' });
   await id.resolveAddr({ address, port });
   await id.resolveRoute();
   id.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
   const inbox = id.regMsgs(Buffer.alloc(COUNT * (GRH_SIZE + SIZE)));
   for (let i = 0; i < COUNT; i++) id.postRecv(inbox, { offset: i * (GRH_SIZE + SIZE), length: GRH_SIZE + SIZE, context: i });
-  const established = await id.connect();
+  const established = await id.connect(privateData ? { privateData } : undefined);
   assert.ok(established.ud, 'a UD connect reports the peer\'s QP through ud parameters');
   return { id, inbox, ud: established.ud };
 }
@@ -35,8 +35,11 @@ test('UD between two ids: address handle from the UD parameters, GRH stripped, s
   listener.bindAddr({ address, port });
   listener.listen();
   const request = listener.nextRequest();
-  const client = udClient(clientChannel, address, port);
+  const client = udClient(clientChannel, address, port, Buffer.from('ud hello'));
   using server: CmId = await request;
+  // A UDP request carries UD parameters, not an RC request's, and the client's private data.
+  assert.ok(server.request && 'qkey' in server.request, `a UDP request id has UD parameters: ${JSON.stringify(server.request)}`);
+  assert.equal(server.request.privateData.subarray(0, 8).toString(), 'ud hello');
   server.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
   const serverInbox = server.regMsgs(Buffer.alloc(GRH_SIZE + SIZE));
   server.postRecv(serverInbox);
