@@ -1,12 +1,17 @@
 // The public heads of verbs objects (context, PD, MR, CQ, QP, SRQ, channels)
 // and the attributes that create and modify them, from infiniband/verbs.h.
+import process from 'node:process';
 import koffi from 'koffi';
 import { cStruct } from './registry.js';
 import { ibv_gid } from './verbs-device.js';
 import type { Pointer } from '../ffi/library.js';
 
-/** pthread_mutex_t and pthread_cond_t on x86-64 glibc: opaque, sized and aligned. */
-const pthread_mutex_t = koffi.array('uint64_t', 5);
+/**
+ * pthread_mutex_t and pthread_cond_t on glibc: opaque, sized and aligned. The
+ * mutex is 40 bytes on x86-64 and 48 on aarch64 (__SIZEOF_PTHREAD_MUTEX_T);
+ * the layout test checks the x86-64 sizes against the headers, not aarch64's.
+ */
+const pthread_mutex_t = koffi.array('uint64_t', process.arch === 'arm64' ? 6 : 5);
 const pthread_cond_t = koffi.array('uint64_t', 6);
 
 /** struct ibv_context_ops: function pointers; the data-path verbs live here. */
