@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { createId, decodeUdMessage, EventChannel, GRH_SIZE, RdmaArgumentError, type CmId } from '../../src/index.js';
+import { createId, decodeUdMessage, EventChannel, GRH_SIZE, RdmaArgumentError } from '../../src/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { retrying, start } from '../support/processes.js';
 
@@ -26,26 +26,45 @@ async function udClient(channel: EventChannel, address: string, port: number, pr
   return { id, inbox, ud: established.ud };
 }
 
-test('UD between two ids: address handle from the UD parameters, GRH stripped, source decoded', { timeout: 60_000 }, async () => {
+/**
+ * A UD listener's accepted id, with one receive of GRH_SIZE + SIZE posted,
+ * and a udClient connected to it; disposing closes everything, newest first.
+ */
+async function udConnection(privateData?: Buffer) {
   const address = deviceAddress();
   const port = freshPort();
-  using serverChannel = new EventChannel();
-  using clientChannel = new EventChannel();
-  using listener = createId(serverChannel, { portSpace: 'UDP' });
-  listener.bindAddr({ address, port });
-  listener.listen();
-  const request = listener.nextRequest();
-  const client = udClient(clientChannel, address, port, Buffer.from('ud hello'));
-  using server: CmId = await request;
+  const opened: { close(): void }[] = [];
+  const keep = <T extends { close(): void }>(resource: T): T => (opened.push(resource), resource);
+  const closeAll = () => {
+    for (const resource of opened.reverse()) resource.close();
+  };
+  try {
+    const serverChannel = keep(new EventChannel());
+    const clientChannel = keep(new EventChannel());
+    const listener = keep(createId(serverChannel, { portSpace: 'UDP' }));
+    listener.bindAddr({ address, port });
+    listener.listen();
+    const request = listener.nextRequest();
+    const client = udClient(clientChannel, address, port, privateData);
+    const server = keep(await request);
+    server.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
+    const serverInbox = server.regMsgs(Buffer.alloc(GRH_SIZE + SIZE));
+    server.postRecv(serverInbox);
+    await server.accept();
+    const { id, ud } = await client;
+    return { address, server, client: keep(id), ud, serverInbox, [Symbol.dispose]: closeAll };
+  } catch (error) {
+    closeAll();
+    throw error;
+  }
+}
+
+test('UD between two ids: address handle from the UD parameters, GRH stripped, source decoded', { timeout: 60_000 }, async () => {
+  using connection = await udConnection(Buffer.from('ud hello'));
+  const { address, server, client: clientId, ud, serverInbox } = connection;
   // A UDP request carries UD parameters, not an RC request's, and the client's private data.
   assert.ok(server.request && 'qkey' in server.request, `a UDP request id has UD parameters: ${JSON.stringify(server.request)}`);
   assert.equal(server.request.privateData.subarray(0, 8).toString(), 'ud hello');
-  server.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
-  const serverInbox = server.regMsgs(Buffer.alloc(GRH_SIZE + SIZE));
-  server.postRecv(serverInbox);
-  await server.accept();
-  const { id, ud } = await client;
-  using clientId = id;
   assert.equal(ud.qpNum, server.queuePair.qpNum);
   assert.equal(ud.qkey, 0x01234567, 'RDMA_UDP_QKEY');
 
@@ -81,22 +100,8 @@ function assertArgumentError(call: () => unknown, operation: string, path: strin
 }
 
 test('address handles: ill-typed or out-of-range attributes, completions and receive buffers are argument errors, and the process carries on', { timeout: 60_000 }, async () => {
-  const address = deviceAddress();
-  const port = freshPort();
-  using serverChannel = new EventChannel();
-  using clientChannel = new EventChannel();
-  using listener = createId(serverChannel, { portSpace: 'UDP' });
-  listener.bindAddr({ address, port });
-  listener.listen();
-  const request = listener.nextRequest();
-  const client = udClient(clientChannel, address, port);
-  using server: CmId = await request;
-  server.createQp({ qpType: 'UD', sendWr: COUNT, recvWr: COUNT });
-  const serverInbox = server.regMsgs(Buffer.alloc(2 * (GRH_SIZE + SIZE)));
-  server.postRecv(serverInbox, { length: GRH_SIZE + SIZE });
-  await server.accept();
-  const { id, ud } = await client;
-  using clientId = id;
+  using connection = await udConnection();
+  const { server, client: clientId, ud, serverInbox } = connection;
   const attr = ud.ahAttr;
 
   // Each of these aborted the process inside koffi.encode, or was truncated into another address.
