@@ -26,6 +26,7 @@ export type CompletionMode = 'events' | 'busy-poll';
 const BATCH = 16;
 const ACK_BATCH = 16;
 const BUSY_SPINS = 2000;
+const EAGAIN = 11;
 const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
 const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');
@@ -147,14 +148,19 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   waitOne(): WorkCompletion {
     const operation = 'waitOne';
     this.ensureOpen(operation);
-    for (;;) {
-      if (this.poll(1)) return this.#checked(this.completionAt(0));
-      this.#armNotify();
-      if (this.poll(1)) return this.#checked(this.completionAt(0));
-      const watcher = this.#watcher();
-      if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use poll()');
-      blockUntilReadable(watcher.fd, -1);
-      this.#takeChannelEvent();
+    try {
+      for (;;) {
+        if (this.poll(1)) return this.#checked(this.completionAt(0));
+        this.#armNotify();
+        if (this.poll(1)) return this.#checked(this.completionAt(0));
+        const watcher = this.#watcher();
+        if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use poll()');
+        blockUntilReadable(watcher.fd, -1);
+        this.#takeChannelEvent();
+      }
+    } finally {
+      // The event it took may be the one a pending next() watched for: serve those again, which re-arms.
+      if (this.#waiters.length > 0 && this.mode === 'events' && !this.#armed && !this.closed) this.#serve();
     }
   }
 
@@ -220,8 +226,16 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The channel is readable (events mode): take its event, then serve whoever waits. */
   #channelReadable(): void {
-    this.#takeChannelEvent();
+    try {
+      this.#takeChannelEvent();
+    } catch (error) {
+      this.#channelWatcher?.setInterest(false);
+      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+      return;
+    }
     if (this.#waiters.length > 0 && !this.closed) this.#serve();
+    // Nobody waits (a busy-poll spin served them): stop watching, or the watch keeps the process alive.
+    else this.#channelWatcher?.setInterest(false);
   }
 
   /** Busy-poll mode: spins on poll(), yielding to the loop now and then, until none wait (or the mode changes). */
@@ -239,6 +253,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
     } finally {
       this.#spinning = false;
+      // An events-mode wait before the switch may have left the channel watched.
+      if (this.#waiters.length === 0) this.#channelWatcher?.setInterest(false);
     }
   }
 
@@ -282,7 +298,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * system call on every wake-up.
    */
   #takeChannelEvent(): void {
-    if (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) !== 0) return;
+    if (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) !== 0) {
+      const errno = koffi.errno();
+      if (errno === EAGAIN) return; // nothing pending: another reader took it
+      throw new RdmaError('ibv_get_cq_event', errno || 5, 'the completion channel failed (device removed?)');
+    }
     this.#armed = false;
     if (++this.#unackedEvents >= ACK_BATCH) this.#ackEvents();
   }

@@ -47,6 +47,11 @@ function stopWatchesOnExit(): void {
 export class FdWatcher {
   /** Watchers created and not yet closed (a leak check for tests). */
   static open = 0;
+
+  /** This thread's watchers now watching (each keeps the process alive). */
+  static get watching(): number {
+    return started.size;
+  }
   #handle: koffiNode.PollHandle | undefined;
   #closed = false;
   /** Interest was lost this turn: stop watching at its end unless it returns. */

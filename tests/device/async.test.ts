@@ -133,6 +133,67 @@ test('events mode: waiters queued at once are served in order, and a wait surviv
   await pair.hangUp();
 });
 
+test('a blocking waitOne that takes the event a pending next() armed for leaves that next() a working wake-up', { timeout: 60_000 }, async () => {
+  let inbox!: MemoryRegion;
+  const pair = await connectPair({
+    qp: { sendWr: 4, recvWr: 4, inlineData: MESSAGE },
+    beforeConnect: (id, side) => {
+      if (side === 'server') inbox = id.regMsgs(Buffer.alloc(MESSAGE * 2));
+    },
+  });
+  try {
+    const { client, server } = pair;
+    const cq = server.queuePair.recvCq;
+    // No receive posted yet: the send is refused (RNR) and retried after rdma_cm's 655 ms RNR
+    // timer, so its completion lands while waitOne below blocks on the channel.
+    client.postSend(Buffer.from('first'), { inline: true, signaled: false });
+    const pending = cq.next(); // armed, watching the channel
+    server.postRecv(inbox, { offset: 0, length: MESSAGE });
+    assert.equal(cq.waitOne().byteLen, 5, 'waitOne blocked, took the event and the first completion');
+    server.postRecv(inbox, { offset: MESSAGE, length: MESSAGE });
+    client.postSend(Buffer.from('second'), { inline: true, signaled: false });
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the pending next() never woke: nothing re-armed the CQ')), 10_000);
+    });
+    const second = await Promise.race([pending, stalled]).finally(() => clearTimeout(timer));
+    assert.equal(second.byteLen, 6);
+  } finally {
+    await pair.hangUp();
+  }
+});
+
+test('a wait switched from events to busy-poll leaves no channel watch behind to keep the process alive', { timeout: 60_000 }, async () => {
+  let inbox!: MemoryRegion;
+  const pair = await connectPair({
+    qp: { sendWr: 4, recvWr: 4, inlineData: MESSAGE },
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(2 * MESSAGE));
+      for (let i = 0; i < 2; i++) id.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE });
+    },
+  });
+  try {
+    const { client, server } = pair;
+    const cq = server.queuePair.recvCq;
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the connection's channels stop their watches
+    const watchingBefore = FdWatcher.watching;
+    const sleeping = cq.next(); // events mode: the CQ is armed and its channel watched
+    assert.equal(FdWatcher.watching, watchingBefore + 1);
+    for (const text of ['first', 'second']) client.postSend(Buffer.from(text), { inline: true, signaled: false });
+    // Both land (and raise the armed event) while the loop is held, so the spin, not the channel, serves them.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+    cq.mode = 'busy-poll';
+    const spinning = cq.next(); // starts the spin, which serves both waits at once
+    assert.deepEqual((await Promise.all([sleeping, spinning])).map((c) => c.byteLen), [5, 6]);
+    // The stop is due at the end of a turn of the loop; the leftover event may come first.
+    for (let turn = 0; turn < 50 && FdWatcher.watching > watchingBefore; turn++) await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(FdWatcher.watching, watchingBefore, 'the CQ\'s channel is no longer watched');
+  } finally {
+    await pair.hangUp();
+  }
+});
+
 test('one thread serves 200 concurrent RC connections, then shuts down in order', { timeout: 600_000 }, async () => {
   const address = deviceAddress();
   const port = freshPort();
