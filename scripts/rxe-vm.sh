@@ -49,8 +49,9 @@
 #   RDMACM_SHARED_DIR    a writable folder shared by all guests (a host temp
 #                        dir, removed afterwards), e.g. to exchange "ready" files
 #   PATH                 the host's PATH (+ sbin dirs); HOME=/tmp/home (tmpfs)
-#   CI and every host variable named RDMACM_* (except RDMACM_VM_*) are passed
-#   through, plus the ones given with -e.
+#   CI and every host variable named RDMACM_* are passed through, except
+#   RDMACM_VM_* and the ones the guest sets itself (RDMACM_TEST_*, RDMACM_HOST_*,
+#   RDMACM_SHARED_DIR, RDMACM_IN_VM); -e passes any variable, those included.
 #
 # Terminal / streams:
 #   stdin is a terminal -> interactive: COMMAND gets the serial console as its
@@ -155,14 +156,31 @@ as_root_possible() {
   return 1
 }
 
+# The guest boots Debian's linux-image-amd64 and chroots into this host, so the
+# host must be Debian on amd64: said before anything is installed.
+check_host_kind() {
+  local arch
+  arch=$(dpkg --print-architecture 2>/dev/null || echo unknown)
+  [ "$arch" = amd64 ] || die $EXIT_VM "the VM needs an amd64 Debian host (this one is $arch): the guest runs this host's programs"
+  [ -n "${RDMACM_VM_KERNEL_PKG:-}" ] && return 0
+  apt-cache show linux-image-amd64 >/dev/null 2>&1 && return 0
+  ls -d "$CACHE"/kernel/linux-image-*/ >/dev/null 2>&1 && return 0
+  if as_root_possible; then
+    "${SUDO[@]}" apt-get update >&2 || true
+    apt-cache show linux-image-amd64 >/dev/null 2>&1 && return 0
+  fi
+  die $EXIT_VM "apt knows no linux-image-amd64: the VM boots Debian's kernel package, so it needs a Debian host (Ubuntu names its kernels otherwise)"
+}
+
 pkg_installed() {
   [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
 }
 
 ensure_packages() {
-  command -v dpkg-query >/dev/null 2>&1 || die $EXIT_VM "this script needs a Debian/Ubuntu host (dpkg/apt)"
+  command -v dpkg-query >/dev/null 2>&1 || die $EXIT_VM "this script needs a Debian host (dpkg/apt)"
+  check_host_kind
   local want=(qemu-system-x86 busybox-static rdmacm-utils ibverbs-utils ibverbs-providers
-              librdmacm1 libibverbs1 perftest iproute2)
+              librdmacm1 libibverbs1 perftest iproute2 xz-utils)
   local missing=() p
   for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -245,6 +263,14 @@ ensure_kernel() {
   chmod 755 "$work"
   if ! (cd "$work" && apt-get download "$pkg" >&2 2>/dev/null); then
     if as_root_possible; then "${SUDO[@]}" apt-get update >&2 || true; fi
+    # Old lists may have named a kernel the mirror has dropped since: ask again.
+    local fresh
+    fresh=$(kernel_pkg_name || true)
+    if [ -n "$fresh" ] && [ "$fresh" != "$pkg" ]; then
+      msg "the lists now name kernel $fresh"
+      pkg=$fresh
+      KDIR=$CACHE/kernel/$pkg
+    fi
     (cd "$work" && apt-get download "$pkg" >&2) || { rm -rf "$work"; die $EXIT_VM "apt-get download $pkg failed"; }
   fi
   dpkg -x "$work"/*.deb "$work/root" || { rm -rf "$work"; die $EXIT_VM "dpkg -x failed"; }

@@ -42,6 +42,8 @@
 #      --teardown removes it)
 
 set -euo pipefail
+# ldconfig, modprobe and rdma live in sbin, which a plain `su` leaves off PATH.
+PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
 
 PROG=setup-rxe.sh
 STATE=${RDMACM_RXE_STATE:-/run/rdmacm-setup-rxe.devices}
@@ -140,7 +142,8 @@ show_dev() {
 
 # ------------------------------------------------------------ userspace
 have_cmd() { local p; p=$(command -v "$1" 2>/dev/null) && [ -f "$p" ] && [ -x "$p" ]; }
-have_lib() { ldconfig -p 2>/dev/null | grep -q "$1"; }
+# grep -c reads to the end: grep -q would stop early and, under pipefail, fail on ldconfig's SIGPIPE.
+have_lib() { ldconfig -p 2>/dev/null | grep -cF -- "$1" >/dev/null; }
 have_rxe_provider() {
   local f
   for f in /usr/lib/*/libibverbs/librxe-rdmav*.so /usr/lib64/libibverbs/librxe-rdmav*.so /usr/lib/libibverbs/librxe-rdmav*.so; do
@@ -154,14 +157,12 @@ ensure_userspace() {
   have_lib librdmacm.so.1 || miss+=(librdmacm1)
   have_lib libibverbs.so.1 || miss+=(libibverbs1)
   have_rxe_provider || miss+=("rxe provider (ibverbs-providers)")
-  have_cmd ibv_devinfo || miss+=(ibverbs-utils)
-  have_cmd rping || miss+=(rdmacm-utils)
   [ ${#miss[@]} -eq 0 ] && return 0
   local cmd
   if command -v apt-get >/dev/null 2>&1; then
-    cmd="apt-get install -y --no-install-recommends iproute2 librdmacm1 libibverbs1 ibverbs-providers ibverbs-utils rdmacm-utils"
+    cmd="apt-get install -y --no-install-recommends iproute2 librdmacm1 libibverbs1 ibverbs-providers"
   elif command -v dnf >/dev/null 2>&1; then
-    cmd="dnf install -y iproute rdma-core libibverbs librdmacm libibverbs-utils librdmacm-utils"
+    cmd="dnf install -y iproute rdma-core libibverbs librdmacm"
   else
     die $E_USERSPACE "missing RDMA userspace: ${miss[*]}; install rdma-core's tools and libraries with your package manager"
   fi
