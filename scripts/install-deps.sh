@@ -29,8 +29,10 @@ as_root() {
 if command -v dpkg-query >/dev/null; then
   if [ "$profile" = runtime ]; then wanted=("${debian_runtime[@]}"); else wanted=("${debian_test[@]}"); fi
   missing=()
+  installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
   for pkg in "${wanted[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+    # Debian 13 and Ubuntu 24.04 renamed the libraries (librdmacm1t64): either name will do.
+    installed "$pkg" || installed "${pkg}t64" || missing+=("$pkg")
   done
   [ ${#missing[@]} -eq 0 ] && exit 0
   echo "install-deps: installing ${missing[*]}" >&2

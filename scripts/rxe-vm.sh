@@ -173,7 +173,12 @@ check_host_kind() {
 }
 
 pkg_installed() {
-  [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" = "install ok installed" ]
+  # Debian 13 and Ubuntu 24.04 renamed the libraries (librdmacm1t64): either name will do.
+  local name
+  for name in "$1" "${1}t64"; do
+    [ "$(dpkg-query -W -f='${Status}' "$name" 2>/dev/null || true)" = "install ok installed" ] && return 0
+  done
+  return 1
 }
 
 ensure_packages() {
