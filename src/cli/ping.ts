@@ -13,7 +13,7 @@ import type { WorkCompletion } from '../api/work-completion.js';
 
 export const pingSummary = 'rping-compatible ping: client (-c) or server (-s), RDMA read and write';
 
-const usage = `Usage: rdmacm ping -s [-vV] [-S size] [-C count] [-a addr] [-p port]
+const usage = `Usage: rdmacm ping -s [-v] [-S size] [-a addr] [-p port]
        rdmacm ping -c [-vV] [-S size] [-C count] -a addr [-p port]
 
 Speaks rping's protocol (rdma-core's librdmacm/examples/rping.c), so either
@@ -25,9 +25,10 @@ Options:
   -a ADDR       address to connect to, or to bind (server; default 0.0.0.0)
   -p PORT       port (default 7174)
   -S SIZE       ping data size (default 64; ${minSize()}–65535; both sides must agree)
-  -C COUNT      ping count (default: until interrupted)
+  -C COUNT      ping count (client; default: until interrupted; the server
+                serves until its client disconnects)
   -v            display ping data
-  -V            validate ping data
+  -V            validate ping data (client: it compares source and sink)
   -h, --help    show this help
 `;
 
