@@ -147,7 +147,7 @@ export const cString = z.string().min(1).refine((s) => !s.includes('\0'), 'must 
 export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Buffer or Uint8Array');
 
 /** True for a resizable ArrayBuffer or a growable SharedArrayBuffer (ES2024 properties, absent from the ES2022 lib types). */
-const isResizable = (memory: unknown): boolean =>
+export const isResizable = (memory: unknown): boolean =>
   typeof memory === 'object' && memory !== null &&
   ((memory as { resizable?: unknown }).resizable === true || (memory as { growable?: unknown }).growable === true);
 

@@ -16,7 +16,7 @@ import { toAddress, type Address, type Pointer } from '../ffi/library.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
-import { argumentError, parseArgument, u32, u64 } from './validate.js';
+import { argumentError, isResizable, parseArgument, u32, u64 } from './validate.js';
 import { ResourceClosedError } from './errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
@@ -127,32 +127,30 @@ function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, i
 }
 
 /**
- * A plain buffer that a prepared inline send reads again at each post must
- * keep its length: a view over a resizable or growable buffer could shrink
- * under it, and the provider would read memory that is gone.
+ * A plain buffer that a prepared send reads at each post (inline data): held
+ * alive, of a fixed length (a resizable or growable buffer could shrink under
+ * it), marked untransferable so postMessage and structuredClone copy it
+ * instead of detaching it, and checked at each post for a detach that happens
+ * anyway (WebAssembly memory that grew). Made after the request's other checks:
+ * the mark is for good.
  */
-function checkKeptSource(operation: string, source: Uint8Array): void {
-  const memory = source.buffer as ArrayBufferLike & { readonly resizable?: boolean; readonly growable?: boolean };
-  if (memory.resizable === true || memory.growable === true) {
-    throw argumentError(operation, 'region', 'a view over a resizable ArrayBuffer or growable SharedArrayBuffer can shrink under a prepared send; copy it into a fixed-length buffer');
+class KeptBuffer {
+  private readonly length: number;
+
+  constructor(operation: string, private readonly view: Uint8Array) {
+    if (isResizable(view.buffer)) {
+      throw argumentError(operation, 'region', 'a view over a resizable ArrayBuffer or growable SharedArrayBuffer can shrink under a prepared send; copy it into a fixed-length buffer');
+    }
+    markAsUntransferable(view.buffer);
+    this.length = view.length;
   }
-}
 
-/**
- * After validation: a transfer of the kept buffer's ArrayBuffer (postMessage,
- * structuredClone) then copies it instead of detaching it from under the request.
- */
-function keepSource(source: Uint8Array): void {
-  markAsUntransferable(source.buffer);
-}
-
-/**
- * A detached buffer (e.g. WebAssembly memory that grew) reads as 0 bytes:
- * refused before the provider reads freed memory. `length`, not `byteLength`
- * (the same for bytes): V8 inlines it, and byteLength cost 7 ns a post on the host.
- */
-function checkNotDetached(operation: string, kept: Uint8Array, keptLength: number): void {
-  if (kept.length !== keptLength) throw argumentError(operation, 'region', 'the buffer was detached (transferred or its memory replaced) after the request was prepared');
+  /** `length`, not `byteLength` (the same for bytes): V8 inlines it, and byteLength cost 7 ns a post on the host. */
+  check(operation: string): void {
+    if (this.view.length !== this.length) {
+      throw argumentError(operation, 'region', 'the buffer was detached (transferred or its memory replaced) after the request was prepared');
+    }
+  }
 }
 
 /** What bounds setLength(): the most bytes and the rule that says so; undefined when the length is fixed (atomics). */
@@ -211,13 +209,13 @@ abstract class PreparedWorkRequest {
   /** A prepared request's ids; a one-shot post's id is not leased (its context goes with its completion). */
   readonly #lease: WorkRequestLease | undefined;
   readonly #lengthBound: LengthBound | undefined;
-  /** The plain buffer's length when prepared: a detached buffer reads shorter. */
-  readonly #keptLength: number;
+  /** A prepared send's plain buffer (a one-shot post reads its buffer only during the call). */
+  readonly #kept: KeptBuffer | undefined;
 
   protected constructor(
     protected readonly target: PostTarget,
     protected readonly region: MemoryRegion | undefined,
-    protected readonly keepAlive: Uint8Array | undefined,
+    kept: KeptBuffer | undefined,
     context: unknown,
     once: boolean,
     wrSize: number,
@@ -228,13 +226,12 @@ abstract class PreparedWorkRequest {
     this.sge = wrSize;
     this.badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
     this.#lengthBound = lengthBound;
-    this.#keptLength = keepAlive?.length ?? 0;
+    this.#kept = kept;
     if (once) {
       this.wrId = workRequestIds.takeOnce(context);
     } else {
       this.#lease = target.prepared.lease(this, 1, context);
       this.wrId = this.#lease.first;
-      if (keepAlive) keepSource(keepAlive);
     }
   }
 
@@ -281,8 +278,8 @@ abstract class PreparedWorkRequest {
 
   protected check(operation: string): void {
     checkPostable(operation, this.target, this.region);
-    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
-    if (this.keepAlive !== undefined) checkNotDetached(operation, this.keepAlive, this.#keptLength);
+    this.#ensureOpen(operation);
+    this.#kept?.check(operation);
   }
 
   #ensureOpen(operation: string): void {
@@ -324,8 +321,6 @@ export class PreparedSend extends PreparedWorkRequest {
     const o = parseArgument(operation, 'options', sendOptionsSchema, options ?? {});
     const atomic = o.opcode === 'ATOMIC_CMP_AND_SWP' || o.opcode === 'ATOMIC_FETCH_AND_ADD';
     checkSendSource(operation, source, o.inline);
-    // A one-shot post reads a plain buffer only during the call.
-    if (!once && !(source instanceof MemoryRegion)) checkKeptSource(operation, source);
     const range = localRange(operation, source, target.pd, o.offset, atomic ? (o.length ?? ATOMIC_SIZE) : o.length);
     checkSendRules(operation, o, range.length, target.maxInlineData, atomic);
     if ((target.qpType === 'UD') !== (o.ud !== undefined)) {
@@ -336,8 +331,9 @@ export class PreparedSend extends PreparedWorkRequest {
       o.inline ? { max: target.maxInlineData, rule: `inline data must not exceed the queue pair's max_inline_data (${target.maxInlineData})` } : undefined,
       o.remote?.length !== undefined ? { max: o.remote.length, rule: `the transfer must not exceed the ${o.remote.length}-byte remote region` } : undefined,
     ]);
+    const kept = once || source instanceof MemoryRegion ? undefined : new KeptBuffer(operation, source);
     // An unsignaled request never completes, so it has no context to return.
-    super(target, range.region, source instanceof MemoryRegion ? undefined : source, o.signaled ? o.context : undefined, once, ibv_send_wr.size, bound);
+    super(target, range.region, kept, o.signaled ? o.context : undefined, once, ibv_send_wr.size, bound);
 
     const v = this.memory.view;
     v.setUint32(SEND_WR_OFFSET.wrId, this.wrId, true);
@@ -459,14 +455,13 @@ abstract class PreparedChain {
   readonly #verbName: string;
   readonly #noun: string;
   readonly #lease: WorkRequestLease;
-  /** An inline chain's plain buffer, kept alive while the chain is, and its length then (a detached buffer reads shorter). */
-  readonly #keepAlive: Uint8Array | undefined;
-  readonly #keptLength: number;
+  /** An inline chain's plain buffer. */
+  readonly #kept: KeptBuffer | undefined;
 
   protected constructor(
     target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
     wr: { readonly size: number; readonly wrId: number; readonly next: number; readonly sgList: number; readonly numSge: number },
-    verbName: string, noun: string, keepAlive: Uint8Array | undefined,
+    verbName: string, noun: string, kept: KeptBuffer | undefined,
   ) {
     this.#verbName = verbName;
     this.#noun = noun;
@@ -476,9 +471,7 @@ abstract class PreparedChain {
     this.length = slots.length;
     this.target = target;
     this.#region = slots.region;
-    this.#keepAlive = keepAlive;
-    this.#keptLength = keepAlive?.length ?? 0;
-    if (keepAlive) keepSource(keepAlive);
+    this.#kept = kept;
     this.#lease = target.prepared.lease(this, o.count, context);
     this.firstWrId = this.#lease.first;
     const layout = chainLayout(o.count, wr.size);
@@ -539,7 +532,7 @@ abstract class PreparedChain {
     const target = this.target;
     checkPostable(operation, target, this.#region);
     if (this.#lease.released) throw new ResourceClosedError(this.kind, operation);
-    if (this.#keepAlive !== undefined) checkNotDetached(operation, this.#keepAlive, this.#keptLength);
+    this.#kept?.check(operation);
     const ret = verb(target.address, this.#wr, this.#badWr);
     if (ret !== 0) {
       const { memory, badWrOffset, wrSize } = this.#layout;
@@ -584,11 +577,11 @@ export class PreparedSendChain extends PreparedChain {
     const operation = 'QueuePair.prepareSendChain';
     const o = parseArgument(operation, 'options', sendChainOptionsSchema, options);
     checkSendSource(operation, source, o.inline);
-    if (!(source instanceof MemoryRegion)) checkKeptSource(operation, source);
     if (target.qpType === 'UD') throw argumentError(operation, 'queuePair', 'a chain sends on connected queue pairs only; post UD sends one by one');
     const slots = chainSlots(operation, target, source, o);
     if (o.inline) checkInlineLength(operation, slots.length, target.maxInlineData);
-    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends', source instanceof MemoryRegion ? undefined : source);
+    const kept = source instanceof MemoryRegion ? undefined : new KeptBuffer(operation, source);
+    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends', kept);
     const inline = o.inline ? IBV_SEND_INLINE : 0;
     this.eachRequest((view, at, index) => {
       const signaled = o.signaled === 'all' || (o.signaled === 'last' && index === o.count - 1);
