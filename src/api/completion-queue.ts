@@ -212,9 +212,14 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       if (this.#waiters.length > 0) this.#eventWatcher().setInterest(true);
       else this.#channelWatcher?.setInterest(false);
     } catch (error) {
-      this.#channelWatcher?.setInterest(false);
-      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+      this.#failWaiters(error);
     }
+  }
+
+  /** Every wait ends with `error`, and the channel is no longer watched for them. */
+  #failWaiters(error: unknown): void {
+    this.#channelWatcher?.setInterest(false);
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
   }
 
   /** The channel's watcher, or an error: a CQ without a channel raises no events to wait for. */
@@ -224,18 +229,18 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return watcher;
   }
 
-  /** The channel is readable (events mode): take its event, then serve whoever waits. */
+  /**
+   * The channel is readable (events mode): take its event, then serve whoever
+   * waits. With nobody left (a busy-poll spin served them), serving stops the
+   * watch, which would otherwise keep the process alive.
+   */
   #channelReadable(): void {
     try {
       this.#takeChannelEvent();
     } catch (error) {
-      this.#channelWatcher?.setInterest(false);
-      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
-      return;
+      return this.#failWaiters(error);
     }
-    if (this.#waiters.length > 0 && !this.closed) this.#serve();
-    // Nobody waits (a busy-poll spin served them): stop watching, or the watch keeps the process alive.
-    else this.#channelWatcher?.setInterest(false);
+    if (!this.closed) this.#serve();
   }
 
   /** Busy-poll mode: spins on poll(), yielding to the loop now and then, until none wait (or the mode changes). */
@@ -250,7 +255,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         if (count === 0 && ++spins % BUSY_SPINS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } catch (error) {
-      for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+      this.#failWaiters(error);
     } finally {
       this.#spinning = false;
       // An events-mode wait before the switch may have left the channel watched.
