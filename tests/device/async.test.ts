@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
-  createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent, type MemoryRegion, type PreparedRecv,
+  createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent, type MemoryRegion, type PreparedRecv, type QpAttr,
 } from '../../src/index.js';
 import { FdWatcher } from '../../src/api/fd-watcher.js';
 import { deviceAddress, freshPort } from '../support/device.js';
@@ -59,15 +59,22 @@ test('async ping-pong: 200 round trips, contents checked', { timeout: 120_000 },
   await pair.hangUp();
 });
 
-test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }, async () => {
+/** A connected pair whose server has `count` receives of MESSAGE bytes posted, receive i into slot i with context i. */
+async function pairWithReceives(count: number, qp?: QpAttr) {
   let inbox!: MemoryRegion;
   const pair = await connectPair({
+    ...(qp ? { qp } : {}),
     beforeConnect: (id, side) => {
       if (side !== 'server') return;
-      inbox = id.regMsgs(Buffer.alloc(MESSAGE * 8));
-      for (let i = 0; i < 8; i++) id.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE, context: i });
+      inbox = id.regMsgs(Buffer.alloc(MESSAGE * count));
+      for (let i = 0; i < count; i++) id.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE, context: i });
     },
   });
+  return { pair, inbox };
+}
+
+test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }, async () => {
+  const { pair, inbox } = await pairWithReceives(8);
   const { client, server } = pair;
 
   server.queuePair.recvCq.mode = 'busy-poll';
@@ -89,15 +96,7 @@ test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }
 });
 
 test('events mode: waiters queued at once are served in order, and a wait survives a change of mode either way', { timeout: 60_000 }, async () => {
-  let inbox!: MemoryRegion;
-  const pair = await connectPair({
-    qp: { sendWr: 16, recvWr: 16, inlineData: MESSAGE },
-    beforeConnect: (id, side) => {
-      if (side !== 'server') return;
-      inbox = id.regMsgs(Buffer.alloc(MESSAGE * 11));
-      for (let i = 0; i < 11; i++) id.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE, context: i });
-    },
-  });
+  const { pair, inbox } = await pairWithReceives(11, { sendWr: 16, recvWr: 16, inlineData: MESSAGE });
   const { client, server } = pair;
   const cq = server.queuePair.recvCq;
   const payload = Buffer.alloc(MESSAGE);
@@ -164,15 +163,7 @@ test('a blocking waitOne that takes the event a pending next() armed for leaves 
 });
 
 test('a wait switched from events to busy-poll leaves no channel watch behind to keep the process alive', { timeout: 60_000 }, async () => {
-  let inbox!: MemoryRegion;
-  const pair = await connectPair({
-    qp: { sendWr: 4, recvWr: 4, inlineData: MESSAGE },
-    beforeConnect: (id, side) => {
-      if (side !== 'server') return;
-      inbox = id.regMsgs(Buffer.alloc(2 * MESSAGE));
-      for (let i = 0; i < 2; i++) id.postRecv(inbox, { offset: i * MESSAGE, length: MESSAGE });
-    },
-  });
+  const { pair } = await pairWithReceives(2, { sendWr: 4, recvWr: 4, inlineData: MESSAGE });
   try {
     const { client, server } = pair;
     const cq = server.queuePair.recvCq;
