@@ -33,3 +33,8 @@ export function noDeviceAdvice(): string {
   }
   return `create a soft-RoCE device with \`sudo ${setup}\` (on a kernel with rdma_rxe), or try rdmacm in a soft-RoCE VM with \`rdmacm smoke --vm\``;
 }
+
+/** The CLI's line for a host with no RDMA device. */
+export function noDeviceFound(): string {
+  return `no RDMA device found: ${noDeviceAdvice()}`;
+}

@@ -17,7 +17,7 @@ import {
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from './bench-loops.js';
-import { noDeviceAdvice } from '../package-info.js';
+import { noDeviceFound } from '../package-info.js';
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench';
 
@@ -226,7 +226,7 @@ export async function runBench(argv: string[]): Promise<number> {
     return 1;
   }
   if (deviceCount === 0) {
-    process.stderr.write(`rdmacm: no RDMA device found: ${noDeviceAdvice()}\n`);
+    process.stderr.write(`rdmacm: ${noDeviceFound()}\n`);
     return 2;
   }
 

@@ -3,7 +3,7 @@
 import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
 import { listDevices, type DeviceInfo, type PortInfo } from '../api/devices.js';
-import { noDeviceAdvice } from '../package-info.js';
+import { noDeviceFound } from '../package-info.js';
 
 export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for details, --json)';
 
@@ -125,7 +125,7 @@ export async function runDevices(argv: string[]): Promise<number> {
     return 1;
   }
   if (devices.length === 0) {
-    process.stderr.write(`rdmacm: no RDMA device found: ${noDeviceAdvice()}\n`);
+    process.stderr.write(`rdmacm: ${noDeviceFound()}\n`);
     return 2;
   }
   if (values.json) process.stdout.write(JSON.stringify(devices, null, 2) + '\n');

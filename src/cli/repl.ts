@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { parseCommandArgs } from './arguments.js';
 import * as api from '../index.js';
 import type { DeviceInfo } from '../index.js';
-import { noDeviceAdvice, packageVersion } from '../package-info.js';
+import { noDeviceFound, packageVersion } from '../package-info.js';
 
 export const replSummary = 'an interactive REPL with the whole API preloaded, top-level await, resources closed on exit';
 
@@ -146,7 +146,7 @@ function banner(): string {
   const lines = [`rdmacm ${packageVersion()} REPL — the whole API is preloaded (help() for a tour); resources are closed on .exit`];
   try {
     const devices = api.listDevices();
-    if (devices.length === 0) lines.push(`no RDMA device found: ${noDeviceAdvice()}`);
+    if (devices.length === 0) lines.push(noDeviceFound());
     for (const device of devices) {
       const ports = device.ports.map((p) => `port ${p.port} ${p.state}`).join(', ');
       lines.push(`  ${device.name}: ${ports}${firstIPv4(device) ? `, ${firstIPv4(device)}` : ''}`);
@@ -161,7 +161,7 @@ function lookupDevice(name?: string): DeviceInfo {
   const devices = api.listDevices();
   const found = name === undefined ? devices[0] : devices.find((d) => d.name === name);
   if (!found) {
-    throw new Error(devices.length === 0 ? `no RDMA device found: ${noDeviceAdvice()}` : `no device named ${name} (found: ${devices.map((d) => d.name).join(', ')})`);
+    throw new Error(devices.length === 0 ? noDeviceFound() : `no device named ${name} (found: ${devices.map((d) => d.name).join(', ')})`);
   }
   return found;
 }
