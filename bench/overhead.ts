@@ -8,6 +8,11 @@
 //
 // What this gives is the binding's own cost per crossing (JS checks + koffi
 // marshalling + an indirect call); a C program pays only the indirect call.
+// The same post and poll are measured with plain calls too, as they run where
+// calls cannot be bound (src/ffi/bound-call.ts): in a second process, started
+// with RDMACM_BOUND_CALLS=0, as a process that mixes both kinds of call slows
+// its call sites.
+import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_qp } from '../src/structs/verbs-resources.js';
@@ -16,6 +21,7 @@ import { QueuePair } from '../src/api/queue-pair.js';
 import { internal } from '../src/api/internal.js';
 import { Resource } from '../src/api/resource.js';
 import type { ProtectionDomain } from '../src/api/protection-domain.js';
+import { boundCallsUnavailable } from '../src/ffi/bound-call.js';
 import { cFunctionAddress } from '../tests/support/c-function.js';
 
 const standIn = cFunctionAddress('libm.so.6', 'fegetround');
@@ -55,6 +61,7 @@ const caps = { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 
 const queuePair = new QueuePair(internal, owner, qp.address, () => owner as unknown as ProtectionDomain, caps, () => {});
 const send = queuePair.prepareSend(Buffer.alloc(64), { inline: true, signaled: false });
 const completionQueue: CompletionQueue = queuePair.sendCq;
+
 // The prototypes the binding's hot path uses (addresses as Numbers), and the
 // `void *` one with BigInts, which it used before, for comparison.
 const direct = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_fn(uintptr_t qp, uintptr_t wr, uintptr_t bad_wr)')) as
@@ -95,6 +102,7 @@ const figures = {
     for (let i = 0; i < n; i++) sink += completionQueue.poll(16);
     return n;
   }),
+
   koffi_call_post_proto_ns: measure(N, (n) => {
     for (let i = 0; i < n; i++) sink += direct(qpAt, contextAt, cqAt);
     return n;
@@ -138,10 +146,22 @@ const perHalfRoundTrip = figures.prepared_post_ns * 2 + figures.cq_poll_empty_ns
 // Per streamed message: one post; 1 poll in 16 on the sender; on the receiver
 // one poll per up-to-16 completions and one re-post.
 const perMessage = figures.prepared_post_ns * 2 + figures.cq_poll_empty_ns / 8;
+/** The plain calls' post and poll, from a second process of this script without bound calls. */
+function plainCallFigures(): { prepared_post_plain_call_ns?: number; cq_poll_plain_call_ns?: number } {
+  if (process.env.RDMACM_BOUND_CALLS === '0') return {};
+  const output = execFileSync(process.execPath, [...process.execArgv, process.argv[1]!, '--json'], {
+    env: { ...process.env, RDMACM_BOUND_CALLS: '0' }, encoding: 'utf8',
+  });
+  const plain = JSON.parse(output) as typeof figures;
+  return { prepared_post_plain_call_ns: plain.prepared_post_ns, cq_poll_plain_call_ns: plain.cq_poll_empty_ns };
+}
+
 const result = {
   ...figures,
+  ...plainCallFigures(),
   js_overhead_per_half_rtt_ns: Math.round(perHalfRoundTrip),
   js_overhead_per_message_ns: Math.round(perMessage),
+  bound_calls: boundCallsUnavailable() ?? 'on',
   node: process.version,
   koffi: (koffi as unknown as { version?: string }).version ?? 'unknown',
 };

@@ -159,6 +159,10 @@ raw_.overhead = overhead;
 if (overhead) {
   row('host: ns per prepared post (JS+FFI)', 'ns', overhead.prepared_post_ns!, null, 'estimate', null, 'host');
   row('host: ns per cq.poll() (JS+FFI)', 'ns', overhead.cq_poll_empty_ns!, null, 'estimate', null, 'host');
+  if (overhead.prepared_post_plain_call_ns !== undefined) {
+    row('host: ns per prepared post, plain call', 'ns', overhead.prepared_post_plain_call_ns, null, 'estimate', null, 'host');
+    row('host: ns per cq.poll(), plain call', 'ns', overhead.cq_poll_plain_call_ns!, null, 'estimate', null, 'host');
+  }
   row('host: JS overhead per half round trip', 'ns', overhead.js_overhead_per_half_rtt_ns!, null, 'estimate', null, 'host');
   row('host: JS overhead per streamed message', 'ns', overhead.js_overhead_per_message_ns!, null, 'estimate', null, 'host');
 }

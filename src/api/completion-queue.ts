@@ -9,8 +9,9 @@ import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkPointer, checkVerbs } from '../ffi/errors.js';
-import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import { readPointer, toAddress, type Address, type Pointer } from '../ffi/library.js';
+import { contextOps, repeatedVerbCall, type ContextOps } from '../ffi/inline-verbs.js';
+import type { FixedCall } from '../ffi/bound-call.js';
+import { readPointer, toAddress, type Pointer } from '../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
 import { assertInternal, type Internal } from './internal.js';
@@ -48,9 +49,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #context: Pointer | undefined;
   /** The channel's fd watcher, made non-blocking on first use: busy-polling code never needs it. */
   #channelWatcher: FdWatcher | undefined;
-  /** Where poll() puts completions, and the queue's address for the poll: set by the first poll (0 until then), as most queues of a setup are never polled. */
-  #entriesAddress: Address = 0;
-  #address: Address = 0;
+  /** ibv_poll_cq of this queue into its batch, the arguments stored: made by the first poll, as most queues of a setup are never polled. */
+  #pollCall: FixedCall | undefined;
+  /** The num_entries #pollCall holds. */
+  #pollCount = BATCH;
   #view: DataView = NOTHING_POLLED;
   /** ibv_get_cq_event's two out-parameters (the CQ, its context), made with the channel's watcher. */
   #eventCqSlot: Buffer | undefined;
@@ -101,17 +103,21 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
   poll(max = BATCH): number {
     this.ensureOpen('poll');
-    const entries = this.#entriesAddress || this.#allocateEntries();
-    const count = this.#ops.pollCqAt(this.#address, max > BATCH ? BATCH : max, entries);
+    const pollCall = this.#pollCall ?? this.#preparePoll();
+    const entries = max > BATCH ? BATCH : max;
+    if (entries !== this.#pollCount) {
+      pollCall.setIntArgument(1, entries);
+      this.#pollCount = entries;
+    }
+    const count = pollCall.call();
     if (count < 0) throw new RdmaError('ibv_poll_cq', -count || 5);
     return count;
   }
 
-  #allocateEntries(): Address {
+  #preparePoll(): FixedCall {
     const entries = nativeScratch(WC_SIZE * BATCH);
     this.#view = entries.view;
-    this.#address = toAddress(this.handle);
-    return (this.#entriesAddress = toAddress(entries.address));
+    return (this.#pollCall = repeatedVerbCall(this.#ops, 'pollCq', toAddress(this.handle), BATCH, toAddress(entries.address)));
   }
 
   /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */
@@ -329,6 +335,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   protected release(): void {
+    this.#pollCall?.release();
     // ibv_destroy_cq waits for every event to be acked.
     this.#ackEvents();
     this.#channelWatcher?.close();

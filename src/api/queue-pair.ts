@@ -116,7 +116,7 @@ export class QueuePair extends Resource {
   #postTarget(): PostTarget {
     const ops = this.#ops;
     return (this.#target ??= {
-      owner: this, address: toAddress(this.handle), ops, postReceive: ops.postRecvAt, pd: this.protectionDomain,
+      owner: this, address: toAddress(this.handle), ops, receiveVerb: 'postRecv', pd: this.protectionDomain,
       maxInlineData: this.caps.maxInlineData, qpType: this.type, prepared: new PreparedRequestIds(),
     });
   }

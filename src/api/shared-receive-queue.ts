@@ -28,7 +28,7 @@ export class SharedReceiveQueue extends Resource {
     this.maxSge = maxSge;
     const context = readPointer(handle, koffi.offsetof(ibv_srq, 'context'));
     const ops = contextOps(context);
-    this.#target = { owner: this, address: toAddress(handle), ops, postReceive: ops.postSrqRecvAt, pd, maxInlineData: 0, qpType: 'SRQ', prepared: new PreparedRequestIds() };
+    this.#target = { owner: this, address: toAddress(handle), ops, receiveVerb: 'postSrqRecv', pd, maxInlineData: 0, qpType: 'SRQ', prepared: new PreparedRequestIds() };
   }
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */

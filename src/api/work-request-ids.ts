@@ -96,6 +96,11 @@ export function contextOf(wrId: number): unknown {
 /** Releases the ids of prepared requests the program dropped without close(). */
 const droppedRequests = new FinalizationRegistry<WorkRequestLease>((lease) => lease.release());
 
+/** What else a prepared request holds until its ids are released (its bound post call). */
+export interface ReleasedWithIds {
+  release(): void;
+}
+
 /** The ids of one prepared request or chain, held until release(). */
 export class WorkRequestLease {
   #released = false;
@@ -105,19 +110,21 @@ export class WorkRequestLease {
     readonly count: number,
     private readonly ids: WorkRequestIds,
     private readonly group: Set<WorkRequestLease>,
+    private readonly held: ReleasedWithIds | undefined,
   ) {}
 
   get released(): boolean {
     return this.#released;
   }
 
-  /** Forgets the ids and their context. Idempotent. */
+  /** Forgets the ids and their context, and releases what the request held with them. Idempotent. */
   release(): void {
     if (this.#released) return;
     this.#released = true;
     droppedRequests.unregister(this);
     this.ids.release(this.first, this.count);
     this.group.delete(this);
+    this.held?.release();
   }
 }
 
@@ -132,9 +139,12 @@ export class PreparedRequestIds {
     return this.#leases.size;
   }
 
-  /** Leases `count` ids for `request`; they are released too if `request` is collected first. */
-  lease(request: object, count: number, context: unknown): WorkRequestLease {
-    const lease = new WorkRequestLease(this.ids.take(count, context), count, this.ids, this.#leases);
+  /**
+   * Leases `count` ids for `request`; they, and `held`, are released too if
+   * `request` is collected first.
+   */
+  lease(request: object, count: number, context: unknown, held?: ReleasedWithIds): WorkRequestLease {
+    const lease = new WorkRequestLease(this.ids.take(count, context), count, this.ids, this.#leases, held);
     this.#leases.add(lease);
     droppedRequests.register(request, lease, lease);
     return lease;

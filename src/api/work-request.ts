@@ -1,6 +1,7 @@
 // Work requests, validated once and encoded once into native memory
 // (struct ibv_send_wr / ibv_recv_wr plus one ibv_sge). post() is the hot path:
-// a closed-resource check and one FFI crossing, nothing allocated.
+// a closed-resource check and one FFI crossing, nothing allocated; a prepared
+// request's crossing is a bound call, with no argument to convert.
 import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
 import { z } from 'zod';
@@ -9,8 +10,9 @@ import {
   IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
   IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
   IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
-  RDMA_UDP_QKEY, type ContextOps,
+  RDMA_UDP_QKEY, repeatedVerbCall, type ContextOps, type RepeatedVerb,
 } from '../ffi/inline-verbs.js';
+import type { FixedCall } from '../ffi/bound-call.js';
 import { AddressHandle } from './address-handle.js';
 import { toAddress, type Address, type Pointer } from '../ffi/library.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
@@ -89,8 +91,8 @@ export interface PostTarget {
   /** The QP's (or SRQ's) handle as the hot path passes it. */
   readonly address: Address;
   readonly ops: ContextOps;
-  /** ops.post_recv for a QP, ops.post_srq_recv for an SRQ (with addresses). */
-  readonly postReceive: (handle: Address, wr: Address, badWr: Address) => number;
+  /** How receives are posted to it: ops.post_recv for a QP, ops.post_srq_recv for an SRQ. */
+  readonly receiveVerb: 'postRecv' | 'postSrqRecv';
   readonly pd: Resource;
   readonly maxInlineData: number;
   readonly qpType: string;
@@ -203,9 +205,9 @@ function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>
 abstract class PreparedWorkRequest {
   readonly wrId: number;
   protected readonly memory: NativeScratch;
-  protected readonly wr: Address;
-  protected readonly badWr: Address;
   protected readonly sge: number;
+  /** The post of this request, its arguments stored: bound for a prepared request, plain for a one-shot post. */
+  protected readonly postCall: FixedCall;
   /** A prepared request's ids; a one-shot post's id is not leased (its context goes with its completion). */
   readonly #lease: WorkRequestLease | undefined;
   readonly #lengthBound: LengthBound | undefined;
@@ -218,19 +220,21 @@ abstract class PreparedWorkRequest {
     kept: KeptBuffer | undefined,
     context: unknown,
     once: boolean,
+    verb: RepeatedVerb,
     wrSize: number,
     lengthBound: LengthBound | undefined,
   ) {
     this.memory = nativeScratch(wrSize + ibv_sge.size + 8);
-    this.wr = toAddress(this.memory.address);
     this.sge = wrSize;
-    this.badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
     this.#lengthBound = lengthBound;
     this.#kept = kept;
+    const wr = toAddress(this.memory.address);
+    const badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
+    this.postCall = repeatedVerbCall(target.ops, verb, target.address, wr, badWr, !once);
     if (once) {
       this.wrId = workRequestIds.takeOnce(context);
     } else {
-      this.#lease = target.prepared.lease(this, 1, context);
+      this.#lease = leaseWithCall(target, this, 1, context, this.postCall);
       this.wrId = this.#lease.first;
     }
   }
@@ -290,6 +294,16 @@ abstract class PreparedWorkRequest {
   protected abstract get kind(): string;
 }
 
+/** Leases `count` wr_ids for `request`, its post call released with them (at once if the lease is refused). */
+function leaseWithCall(target: PostTarget, request: object, count: number, context: unknown, postCall: FixedCall): WorkRequestLease {
+  try {
+    return target.prepared.lease(request, count, context, postCall);
+  } catch (error) {
+    postCall.release();
+    throw error;
+  }
+}
+
 /** What every post checks first: its queue is open and its memory still registered. */
 function checkPostable(operation: string, target: PostTarget, region: MemoryRegion | undefined): void {
   if (target.owner.closed) throw argumentError(operation, 'queuePair', 'the queue pair is closed');
@@ -333,7 +347,7 @@ export class PreparedSend extends PreparedWorkRequest {
     ]);
     const kept = once || source instanceof MemoryRegion ? undefined : new KeptBuffer(operation, source);
     // An unsignaled request never completes, so it has no context to return.
-    super(target, range.region, kept, o.signaled ? o.context : undefined, once, ibv_send_wr.size, bound);
+    super(target, range.region, kept, o.signaled ? o.context : undefined, once, 'postSend', ibv_send_wr.size, bound);
 
     const v = this.memory.view;
     v.setUint32(SEND_WR_OFFSET.wrId, this.wrId, true);
@@ -371,7 +385,7 @@ export class PreparedSend extends PreparedWorkRequest {
   post(): void {
     this.check('PreparedSend.post');
     if (this.#addressHandle?.closed) throw argumentError('PreparedSend.post', 'options.ud.ah', 'the address handle is closed');
-    const ret = this.target.ops.postSendAt(this.target.address, this.wr, this.badWr);
+    const ret = this.postCall.call();
     if (ret !== 0) throw new RdmaError('ibv_post_send', ret);
   }
 
@@ -388,7 +402,7 @@ export class PreparedRecv extends PreparedWorkRequest {
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvOptionsSchema, options ?? {});
     const range = localRange(operation, region, target.pd, o.offset, o.length);
-    super(target, range.region, undefined, o.context, once, ibv_recv_wr.size, lengthBound(region.length, o.offset));
+    super(target, range.region, undefined, o.context, once, target.receiveVerb, ibv_recv_wr.size, lengthBound(region.length, o.offset));
     const v = this.memory.view;
     v.setUint32(RECV_WR_OFFSET.wrId, this.wrId, true);
     v.setBigUint64(RECV_WR_OFFSET.sgList, this.memory.address + BigInt(this.sge), true);
@@ -399,7 +413,7 @@ export class PreparedRecv extends PreparedWorkRequest {
   /** ibv_post_recv of this request: one FFI crossing. */
   post(): void {
     this.check('PreparedRecv.post');
-    const ret = this.target.postReceive(this.target.address, this.wr, this.badWr);
+    const ret = this.postCall.call();
     if (ret !== 0) throw new RdmaError(receivePostName(this.target), ret);
   }
 
@@ -449,8 +463,8 @@ abstract class PreparedChain {
   protected readonly target: PostTarget;
   readonly #region: MemoryRegion | undefined;
   readonly #layout: ChainLayout;
-  readonly #wr: Address;
-  readonly #badWr: Address;
+  /** The post of the whole chain, its arguments stored (a bound call where possible). */
+  readonly #postCall: FixedCall;
   /** For a refused post's error: the C verb, and what the chain holds ('receives', 'sends'). */
   readonly #verbName: string;
   readonly #noun: string;
@@ -461,7 +475,7 @@ abstract class PreparedChain {
   protected constructor(
     target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
     wr: { readonly size: number; readonly wrId: number; readonly next: number; readonly sgList: number; readonly numSge: number },
-    verbName: string, noun: string, kept: KeptBuffer | undefined,
+    verb: RepeatedVerb, verbName: string, noun: string, kept: KeptBuffer | undefined,
   ) {
     this.#verbName = verbName;
     this.#noun = noun;
@@ -472,10 +486,11 @@ abstract class PreparedChain {
     this.target = target;
     this.#region = slots.region;
     this.#kept = kept;
-    this.#lease = target.prepared.lease(this, o.count, context);
-    this.firstWrId = this.#lease.first;
     const layout = chainLayout(o.count, wr.size);
     const { memory, sgeBase } = layout;
+    this.#postCall = repeatedVerbCall(target.ops, verb, target.address, toAddress(memory.address), toAddress(memory.address + BigInt(layout.badWrOffset)));
+    this.#lease = leaseWithCall(target, this, o.count, context, this.#postCall);
+    this.firstWrId = this.#lease.first;
     const v = memory.view;
     for (let i = 0; i < o.count; i++) {
       const at = i * wr.size;
@@ -489,8 +504,6 @@ abstract class PreparedChain {
       v.setUint32(sge + SGE_OFFSET.lkey, slots.lkey, true);
     }
     this.#layout = layout;
-    this.#wr = toAddress(memory.address);
-    this.#badWr = toAddress(memory.address + BigInt(layout.badWrOffset));
   }
 
   /** The index of the request a completion's wr_id belongs to, or -1 when it is not this chain's. */
@@ -525,15 +538,14 @@ abstract class PreparedChain {
   }
 
   /**
-   * Posts the whole chain with `verb`: one FFI crossing. If the provider
-   * refuses one request, those before it are posted and the error says how many.
+   * Posts the whole chain: one FFI crossing. If the provider refuses one
+   * request, those before it are posted and the error says how many.
    */
-  protected postWith(operation: string, verb: (handle: Address, wr: Address, badWr: Address) => number): void {
-    const target = this.target;
-    checkPostable(operation, target, this.#region);
+  protected postAll(operation: string): void {
+    checkPostable(operation, this.target, this.#region);
     if (this.#lease.released) throw new ResourceClosedError(this.kind, operation);
     this.#kept?.check(operation);
-    const ret = verb(target.address, this.#wr, this.#badWr);
+    const ret = this.#postCall.call();
     if (ret !== 0) {
       const { memory, badWrOffset, wrSize } = this.#layout;
       const failedAt = Number(memory.view.getBigUint64(badWrOffset, true) - memory.address) / wrSize;
@@ -553,12 +565,12 @@ export class PreparedRecvChain extends PreparedChain {
     const operation = 'QueuePair.prepareRecvChain';
     if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
-    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, receivePostName(target), 'receives', undefined);
+    super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, target.receiveVerb, receivePostName(target), 'receives', undefined);
   }
 
   /** Posts every receive of the chain: one FFI crossing. */
   post(): void {
-    this.postWith('PreparedRecvChain.post', this.target.postReceive);
+    this.postAll('PreparedRecvChain.post');
   }
 
   protected get kind(): string {
@@ -581,7 +593,7 @@ export class PreparedSendChain extends PreparedChain {
     const slots = chainSlots(operation, target, source, o);
     if (o.inline) checkInlineLength(operation, slots.length, target.maxInlineData);
     const kept = source instanceof MemoryRegion ? undefined : new KeptBuffer(operation, source);
-    super(target, slots, o, o.context, SEND_CHAIN_WR, 'ibv_post_send', 'sends', kept);
+    super(target, slots, o, o.context, SEND_CHAIN_WR, 'postSend', 'ibv_post_send', 'sends', kept);
     const inline = o.inline ? IBV_SEND_INLINE : 0;
     this.eachRequest((view, at, index) => {
       const signaled = o.signaled === 'all' || (o.signaled === 'last' && index === o.count - 1);
@@ -592,7 +604,7 @@ export class PreparedSendChain extends PreparedChain {
 
   /** Posts every send of the chain: one FFI crossing. */
   post(): void {
-    this.postWith('PreparedSendChain.post', this.target.ops.postSendAt);
+    this.postAll('PreparedSendChain.post');
   }
 
   protected get kind(): string {

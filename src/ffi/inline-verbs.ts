@@ -5,6 +5,7 @@
 // and bound once per context.
 import { Buffer } from 'node:buffer';
 import koffi, { type TypeObject } from 'koffi';
+import { fixedCall, type FixedCall } from './bound-call.js';
 import { libibverbs } from './libibverbs.js';
 import { readPointer, type Address, type Pointer, type PointerArg } from './library.js';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq } from '../structs/verbs-resources.js';
@@ -65,13 +66,20 @@ export interface ContextOps {
   readonly postSrqRecvAt: (srq: Address, wr: Address, badWr: Address) => number;
   /** pollCq with addresses. */
   readonly pollCqAt: (cq: Address, numEntries: number, wc: Address) => number;
+  /** The provider's functions behind the verbs that prepared requests and polls repeat (0n: the provider has none). */
+  readonly functions: Readonly<Record<RepeatedVerb, Pointer>>;
 }
+
+/** The verbs a prepared request or a CQ's poll calls again and again with the same arguments. */
+export type RepeatedVerb = 'postSend' | 'postRecv' | 'postSrqRecv' | 'pollCq';
 
 const opsOffset = koffi.offsetof(ibv_context, 'ops');
 const opsCache = new Map<Pointer, ContextOps>();
 
+const opPointer = (context: Pointer, slot: string) => readPointer(context, opsOffset + koffi.offsetof(ibv_context_ops, slot));
+
 function bindOp<F>(context: Pointer, slot: string, proto: TypeObject): F {
-  const fnPointer = readPointer(context, opsOffset + koffi.offsetof(ibv_context_ops, slot));
+  const fnPointer = opPointer(context, slot);
   if (fnPointer === 0n) {
     return ((): number => 95 /* EOPNOTSUPP */) as F;
   }
@@ -92,10 +100,27 @@ export function contextOps(context: Pointer): ContextOps {
       postRecvAt: bindOp(context, 'post_recv', postRecvAtProto),
       postSrqRecvAt: bindOp(context, 'post_srq_recv', postSrqRecvAtProto),
       pollCqAt: bindOp(context, 'poll_cq', pollCqAtProto),
+      functions: {
+        postSend: opPointer(context, 'post_send'),
+        postRecv: opPointer(context, 'post_recv'),
+        postSrqRecv: opPointer(context, 'post_srq_recv'),
+        pollCq: opPointer(context, 'poll_cq'),
+      },
     };
     opsCache.set(context, ops);
   }
   return ops;
+}
+
+/**
+ * ops.<verb>(a, b, c) with its arguments kept, for a prepared request's posts
+ * or a CQ's polls: a bound call (bound-call.ts) when `repeated`, else a plain
+ * call of the `*At` function.
+ */
+export function repeatedVerbCall(ops: ContextOps, verb: RepeatedVerb, a: Address, b: Address, c: Address, repeated = true): FixedCall {
+  // pollCq's middle argument is an int: a Number, which an Address may be.
+  const plain = ops[`${verb}At`] as (a: Address, b: Address, c: Address) => number;
+  return fixedCall(ops.functions[verb], plain, [a, b, c], repeated);
 }
 
 /** Forget a context's bound ops (call before ibv_close_device frees it). */

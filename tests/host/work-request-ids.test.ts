@@ -58,20 +58,23 @@ test('with no free run left, allocation throws instead of looping or reusing a l
   assert.throws(() => ids.takeOnce(undefined), RdmaError);
 });
 
-test('a released lease forgets its ids and context, once; releaseAll releases every lease of the queue', () => {
+test('a released lease forgets its ids and context, and releases what it held, once; releaseAll releases every lease of the queue', () => {
   const ids = new WorkRequestIds();
   const prepared = new PreparedRequestIds(ids);
-  const lease = prepared.lease({}, 4, 'context');
-  const other = prepared.lease({}, 1, 'other');
+  const released: string[] = [];
+  const lease = prepared.lease({}, 4, 'context', { release: () => released.push('lease') });
+  const other = prepared.lease({}, 1, 'other', { release: () => released.push('other') });
   assert.equal(ids.size, 5);
   assert.equal(prepared.size, 2);
   lease.release();
   lease.release();
+  assert.deepEqual(released, ['lease']);
   assert.equal(lease.released, true);
   assert.equal(ids.contextOf(lease.first), undefined);
   assert.equal(ids.size, 1);
   assert.equal(prepared.size, 1);
   prepared.releaseAll();
+  assert.deepEqual(released, ['lease', 'other']);
   assert.equal(other.released, true);
   assert.equal(ids.size, 0);
   assert.equal(prepared.size, 0);
@@ -88,15 +91,16 @@ test('a one-shot context is forgotten when its completion is decoded; a prepared
   assert.equal(ids.contextOf(lease.first), 'prepared');
 });
 
-test('dropped prepared requests release their ids, and their contexts can be collected', async () => {
+test('dropped prepared requests release their ids and what they held, and their contexts can be collected', async () => {
   const ids = new WorkRequestIds();
   const prepared = new PreparedRequestIds(ids);
   const contexts: WeakRef<object>[] = [];
+  let heldReleased = 0;
   (() => {
     for (let i = 0; i < 100; i++) {
       const context = { payload: new Uint8Array(100 * 1024) };
       contexts.push(new WeakRef(context));
-      prepared.lease({ request: i }, 1, context);
+      prepared.lease({ request: i }, 1, context, { release: () => heldReleased++ });
     }
   })();
   const kept = {};
@@ -107,6 +111,7 @@ test('dropped prepared requests release their ids, and their contexts can be col
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   assert.equal(ids.size, 1, 'only the reachable request still holds an id');
+  assert.equal(heldReleased, 100, 'what each dropped request held (its bound post) was released with its ids');
   assert.equal(prepared.size, 1);
   gc();
   assert.ok(contexts.every((context) => context.deref() === undefined), 'the dropped requests\' contexts were collected');
