@@ -6,6 +6,7 @@
 export { librdmacm, librdmacmFunctions } from './ffi/librdmacm.js';
 export { libibverbs, libibverbsFunctions } from './ffi/libibverbs.js';
 export * from './ffi/inline-verbs.js';
+export { fixedCall, boundCallsUnavailable, type FixedCall } from './ffi/bound-call.js';
 export { defineLibrary, koffiType, readPointer, readPointerArray, toAddress, type Address, type Pointer, type PointerArg, type FunctionSpec, type BoundLibrary } from './ffi/library.js';
 export { RdmaError, UnsupportedError, LibraryLoadError, checkRdma, checkVerbs, checkPointer, errnoName } from './ffi/errors.js';
 export * as structs from './structs/index.js';
