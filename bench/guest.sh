@@ -13,7 +13,8 @@
 # BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
 # and raw-layer triples for connection setup; default BENCH_REPS), BENCH_CONN_ROUNDS
 # (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
-# BENCH_PIN (1: the busy-polling pairs run the server on CPU 0, the client on CPU 1).
+# BENCH_PIN (1: the busy-polling pairs run the server on CPU 0, the client on CPU 1),
+# BENCH_INLINE (bytes sent inline, by both tools: -I; 0, as perftest chooses on rxe).
 set -uo pipefail
 # Everything in one block that bash reads whole before running it: an edit to
 # this file during a run (the guest reads the project folder live) cannot
@@ -33,6 +34,10 @@ CONN_REPS=${BENCH_CONN_REPS:-$REPS}
 CONN_ROUNDS=${BENCH_CONN_ROUNDS:-5}
 export BENCH_CONN_ROUNDS=$CONN_ROUNDS # the binding's clients measure as many rounds (bench/conn-rounds.ts)
 APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ and dist/
+# Both tools send the same way. perftest picks its inline size by device, 0 on
+# rxe; the binding's default of 236 cost it about 0.7 µs at p50 2 B there (three
+# pairs in one guest session, 2026-11-24).
+INLINE=${BENCH_INLINE:-0}
 port=7600
 
 say() { printf 'bench: %s\n' "$*" >&2; }
@@ -89,7 +94,7 @@ pair() {
   wait $spid 2>/dev/null
 }
 
-ts() { echo node "$APP/bin/rdmacm" bench "$@"; }
+ts() { echo node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 
 # The ping-pong and streaming pairs busy-poll on both sides: each side gets a
 # CPU of its own, the TS and the C pair alike. Unpinned in the 2-CPU guest on
@@ -106,16 +111,16 @@ for r in $(seq 1 "$REPS"); do
   for size in 2 4096; do
     say "lat ${size} B, run $r: rdmacm bench, then ib_send_lat"
     port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-$size-r$r.json" $(ts lat -s $size -n $LAT_N -p $port --json) -- $(ts lat -s $size -n $LAT_N -p $port --json "$ADDR")
-    port=$((port + 1)); PINNED=$PIN pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -s $size -n $LAT_N -p $port -- ib_send_lat -R -s $size -n $LAT_N -p $port "$ADDR"
+    port=$((port + 1)); PINNED=$PIN pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -I $INLINE -s $size -n $LAT_N -p $port -- ib_send_lat -R -I $INLINE -s $size -n $LAT_N -p $port "$ADDR"
   done
   say "lat 2 B on completion events, run $r: rdmacm bench --events, then ib_send_lat -e"
   port=$((port + 1)); pair "$RAW/ts-latev-2-r$r.json" $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
-  port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
+  port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   for size in 64 65536; do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"
     port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-bw-$size-r$r.json" $(ts bw -s $size -n $n -p $port --json) -- $(ts bw -s $size -n $n -p $port --json "$ADDR")
-    port=$((port + 1)); PINNED=$PIN pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -r 2048 -s $size -n $n -p $port -- ib_send_bw -R -r 2048 -s $size -n $n -p $port "$ADDR"
+    port=$((port + 1)); PINNED=$PIN pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -I $INLINE -r 2048 -s $size -n $n -p $port -- ib_send_bw -R -I $INLINE -r 2048 -s $size -n $n -p $port "$ADDR"
   done
 done
 

@@ -21,7 +21,8 @@ const RECV_CHAIN = 16; // receives re-posted together
 // Receives posted before a ping-pong: its loops refill them a chain at a time,
 // so at least one chain's worth stays posted.
 export const LAT_RECV_DEPTH = 2 * RECV_CHAIN;
-const MAX_INLINE = 236; // perftest's default inline size for latency tests
+/** Sends up to this size go inline unless --inline says otherwise (perftest's -I on NICs that take it). */
+export const DEFAULT_MAX_INLINE = 236;
 const STALL_MS = 15_000; // a loop with no completion for this long gives up
 const DURATION_CAPACITY = 2_000_000; // latency samples kept in a -D run
 
@@ -111,15 +112,18 @@ export interface Link {
   inline: boolean;
 }
 
-/** Creates the QP (inline when the size allows it), registers the buffers and prepares the work requests. */
-export function buildLink(id: CmId, plan: Plan, server: boolean): Link {
+/**
+ * Creates the QP (inline when the message fits in `maxInline` bytes and the
+ * device takes it), registers the buffers and prepares the work requests.
+ */
+export function buildLink(id: CmId, plan: Plan, server: boolean, maxInline: number): Link {
   const recvWr = plan.mode === 'bw' && server ? RECV_DEPTH : LAT_RECV_DEPTH;
   const sendWr = plan.mode === 'bw' ? WINDOW + 2 : 4 * SIGNAL_EVERY + 2;
   let qp: QueuePair;
   let inline = false;
-  if (plan.size <= MAX_INLINE) {
+  if (maxInline > 0 && plan.size <= maxInline) {
     try {
-      qp = id.createQp({ sendWr, recvWr, inlineData: MAX_INLINE });
+      qp = id.createQp({ sendWr, recvWr, inlineData: maxInline });
       inline = qp.caps.maxInlineData >= plan.size;
     } catch {
       qp = id.createQp({ sendWr, recvWr });

@@ -13,7 +13,7 @@ import { ConnectionError } from '../api/cm-event.js';
 import { EventChannel } from '../api/event-channel.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
-  bandwidthClient, bandwidthServer, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
+  DEFAULT_MAX_INLINE, bandwidthClient, bandwidthServer, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from './bench-loops.js';
@@ -21,7 +21,7 @@ import { noDeviceFound } from '../package-info.js';
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench';
 
-const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-e] [--json] [SERVER_ADDR]
+const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e] [--json] [SERVER_ADDR]
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
 ib_send_lat and ib_send_bw do. Without SERVER_ADDR it serves one client and
@@ -41,6 +41,9 @@ Options:
                          64 MiB when that is fewer, and at least 256)
   -D, --duration SECONDS measure for this long instead of ITERS iterations
   -p, --port PORT        the rdma_cm port (default 7480)
+  -I, --inline BYTES     send messages of up to BYTES inline, copied into the work
+                         request (default ${DEFAULT_MAX_INLINE}); 0 sends from registered memory.
+                         Each side chooses for itself, as with perftest's -I
   -e, --events           lat: await each receive with cq.next() on completion events
                          (the CQ's channel, watched by libuv) instead of busy-polling,
                          as ib_send_lat -e does; each side chooses for itself.
@@ -96,14 +99,14 @@ function warmupFor(mode: Mode, size: number): number {
 
 // ---------------------------------------------------------------- connection setup
 
-async function connectClient(channel: EventChannel, address: string, port: number, plan: Plan): Promise<Link> {
+async function connectClient(channel: EventChannel, address: string, port: number, plan: Plan, maxInline: number): Promise<Link> {
   const giveUp = performance.now() + 15_000;
   for (;;) {
     const id = createId(channel);
     try {
       await id.resolveAddr({ address, port }, { timeoutMs: 5000 });
       await id.resolveRoute({ timeoutMs: 5000 });
-      const link = buildLink(id, plan, false);
+      const link = buildLink(id, plan, false, maxInline);
       postReceives(link, LAT_RECV_DEPTH);
       const { privateData } = await id.connect({ privateData: encodePlan(plan) }, { timeoutMs: 15_000 });
       const agreed = decodePlan(privateData);
@@ -122,7 +125,7 @@ async function connectClient(channel: EventChannel, address: string, port: numbe
   }
 }
 
-async function acceptClient(channel: EventChannel, port: number, mode: Mode): Promise<{ listener: CmId; link: Link; plan: Plan }> {
+async function acceptClient(channel: EventChannel, port: number, mode: Mode, maxInline: number): Promise<{ listener: CmId; link: Link; plan: Plan }> {
   const listener = createId(channel);
   try {
     listener.bindAddr({ address: '0.0.0.0', port });
@@ -135,7 +138,7 @@ async function acceptClient(channel: EventChannel, port: number, mode: Mode): Pr
         id.close();
         continue;
       }
-      const link = buildLink(id, plan, true);
+      const link = buildLink(id, plan, true, maxInline);
       postReceives(link, plan.mode === 'bw' ? RECV_DEPTH : LAT_RECV_DEPTH);
       await id.accept({ privateData: encodePlan(plan) }, { timeoutMs: 15_000 });
       return { listener, link, plan };
@@ -177,10 +180,10 @@ function humanBandwidth(r: BandwidthResult, plan: Plan, role: string, inline: bo
 
 // ---------------------------------------------------------------- the command
 
-function positiveInteger(value: string | undefined, name: string, max: number): number | undefined {
+function positiveInteger(value: string | undefined, name: string, max: number, min = 1): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1 || n > max) throw new BenchError(`${name} must be an integer from 1 to ${max} (got '${value}')`);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new BenchError(`${name} must be an integer from ${min} to ${max} (got '${value}')`);
   return n;
 }
 
@@ -193,6 +196,7 @@ export async function runBench(argv: string[]): Promise<number> {
     warmup: { type: 'string', short: 'w' },
     duration: { type: 'string', short: 'D' },
     port: { type: 'string', short: 'p' },
+    inline: { type: 'string', short: 'I' },
     events: { type: 'boolean', short: 'e' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -205,7 +209,7 @@ export async function runBench(argv: string[]): Promise<number> {
   const mode: Mode = modeArg;
   const onEvents = values.events === true;
   if (onEvents && mode !== 'lat') return fail('--events is for lat');
-  let size: number, iters: number, warmup: number, durationMs: number, port: number;
+  let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number;
   try {
     size = positiveInteger(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
     iters = positiveInteger(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' && !onEvents ? 10_000 : 1000);
@@ -213,6 +217,7 @@ export async function runBench(argv: string[]): Promise<number> {
     warmup = positiveInteger(values.warmup, '--warmup', 100_000_000) ?? (onEvents ? EVENTS_WARMUP : warmupFor(mode, size));
     durationMs = (positiveInteger(values.duration, '--duration', 3600) ?? 0) * 1000;
     port = positiveInteger(values.port, '--port', 65535) ?? DEFAULT_PORT;
+    maxInline = positiveInteger(values.inline, '--inline', 65536, 0) ?? DEFAULT_MAX_INLINE;
   } catch (error) {
     return fail((error as Error).message);
   }
@@ -240,7 +245,7 @@ export async function runBench(argv: string[]): Promise<number> {
     let result: LatencyResult | BandwidthResult;
     if (address !== undefined) {
       plan = { mode, size, iters, warmup, durationMs };
-      link = await connectClient(channel, address, port, plan);
+      link = await connectClient(channel, address, port, plan, maxInline);
       // A -D run has no known iteration count: no progress line.
       const progress = showProgress && durationMs === 0 ? new Progress(true, `bench ${mode} ${size} B`, iters) : undefined;
       result = mode === 'bw' ? bandwidthClient(link, plan, progress)
@@ -250,7 +255,7 @@ export async function runBench(argv: string[]): Promise<number> {
       waitForSends(link, 1);
     } else {
       if (!json) process.stderr.write(`rdmacm bench ${mode}: waiting for a client on port ${port}\n`);
-      ({ listener, link, plan } = await acceptClient(channel, port, mode));
+      ({ listener, link, plan } = await acceptClient(channel, port, mode, maxInline));
       result = plan.mode === 'bw' ? bandwidthServer(link, plan)
         : onEvents ? await latencyServerOnEvents(link, plan) : latencyServer(link, plan);
     }

@@ -76,8 +76,8 @@ test('bench lat --events: both sides wait on completion events and agree, with a
   assertLatencyRun(await pair(['lat', '--events', '-n', '100', '-w', '20', '-s', '64']), 64, 100);
 });
 
-test('bench lat -D 1: a timed run ends on its own and both sides report what they measured', { timeout: 300_000 }, async () => {
-  assertLatencyRun(await pair(['lat', '-D', '1', '-w', '100']), 2);
+test('bench lat -D 1 -I 0: a timed run, sending from registered memory, ends on its own and both sides report what they measured', { timeout: 300_000 }, async () => {
+  assertLatencyRun(await pair(['lat', '-D', '1', '-w', '100', '-I', '0']), 2);
 });
 
 test('bench bw -n 500 -s 4096 --json: server and client agree and report bandwidth figures', { timeout: 300_000 }, async () => {

@@ -18,7 +18,7 @@ test('rdmacm bench --help prints the usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['lat', '--help']]) {
     const result = rdmacm('bench', ...args);
     assert.equal(result.status, 0, `stderr: ${result.stderr} (a stale dist/? run npm run build)`);
-    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-e\] \[--json\] \[SERVER_ADDR\]/);
+    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-I BYTES\] \[-e\] \[--json\] \[SERVER_ADDR\]/);
     assert.equal(result.stderr, '');
   }
 });
@@ -39,6 +39,7 @@ test('a bad option or argument exits 1 with one line and the usage', () => {
     [['bw', '-n', 'many'], /^rdmacm bench: --iters must be an integer/],
     [['lat', '-w', '1e3'], /^rdmacm bench: --warmup must be an integer/],
     [['lat', '-p', '70000'], /^rdmacm bench: --port must be an integer from 1 to 65535/],
+    [['lat', '--inline', 'all'], /^rdmacm bench: --inline must be an integer from 0 to 65536/],
     [['lat', '-D', '-1'], /^rdmacm bench: /],
     [['lat', '10.0.0.1', 'extra'], /^rdmacm bench: unexpected argument 'extra'$/],
     [['lat', 'not-an-address'], /^rdmacm bench: SERVER_ADDR must be an IP address/],
