@@ -61,7 +61,6 @@ const caps = { max_send_wr: 16, max_recv_wr: 16, max_send_sge: 1, max_recv_sge: 
 const queuePair = new QueuePair(internal, owner, qp.address, () => owner as unknown as ProtectionDomain, caps, () => {});
 const send = queuePair.prepareSend(Buffer.alloc(64), { inline: true, signaled: false });
 const completionQueue: CompletionQueue = queuePair.sendCq;
-
 // The prototypes the binding's hot path uses (addresses as Numbers), and the
 // `void *` one with BigInts, which it used before, for comparison.
 const direct = koffi.decode(standIn, koffi.proto('int rdmacm_bench_post_fn(uintptr_t qp, uintptr_t wr, uintptr_t bad_wr)')) as
@@ -102,7 +101,6 @@ const figures = {
     for (let i = 0; i < n; i++) sink += completionQueue.poll(16);
     return n;
   }),
-
   koffi_call_post_proto_ns: measure(N, (n) => {
     for (let i = 0; i < n; i++) sink += direct(qpAt, contextAt, cqAt);
     return n;
