@@ -202,15 +202,17 @@ function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>
   }
 }
 
-abstract class PreparedWorkRequest {
-  readonly wrId: number;
-  protected readonly memory: NativeScratch;
-  protected readonly sge: number;
-  /** The post of this request, its arguments stored: bound for a prepared request, plain for a one-shot post. */
+/**
+ * What a prepared request and a prepared chain share: the queue they post to,
+ * the region (or kept inline buffer) they read, their wr_ids, and their post
+ * with its arguments stored (bound where possible; plain for a one-shot post,
+ * whose id is not leased: its context goes with its completion).
+ */
+abstract class PreparedPost {
+  /** The first of its wr_ids. */
+  protected readonly firstId: number;
   protected readonly postCall: FixedCall;
-  /** A prepared request's ids; a one-shot post's id is not leased (its context goes with its completion). */
   readonly #lease: WorkRequestLease | undefined;
-  readonly #lengthBound: LengthBound | undefined;
   /** A prepared send's plain buffer (a one-shot post reads its buffer only during the call). */
   readonly #kept: KeptBuffer | undefined;
 
@@ -218,25 +220,82 @@ abstract class PreparedWorkRequest {
     protected readonly target: PostTarget,
     protected readonly region: MemoryRegion | undefined,
     kept: KeptBuffer | undefined,
+    post: { readonly verb: RepeatedVerb; readonly wr: Address; readonly badWr: Address },
+    ids: { readonly count: number; readonly context: unknown; readonly once: boolean },
+  ) {
+    this.#kept = kept;
+    const postCall = repeatedVerbCall(target.ops, post.verb, target.address, post.wr, post.badWr, !ids.once);
+    this.postCall = postCall;
+    if (ids.once) {
+      this.firstId = workRequestIds.takeOnce(ids.context);
+      return;
+    }
+    try {
+      this.#lease = target.prepared.lease(this, ids.count, ids.context, postCall);
+    } catch (error) {
+      postCall.release();
+      throw error;
+    }
+    this.firstId = this.#lease.first;
+  }
+
+  /** Whether close() has run, here or through the queue's close. */
+  get closed(): boolean {
+    return this.#lease?.released ?? false;
+  }
+
+  /**
+   * Forgets its wr_ids and their context; post() then throws
+   * ResourceClosedError. Closing the queue closes it too. Close it once its
+   * completions are in: a later one comes without its context. Idempotent.
+   */
+  close(): void {
+    this.#lease?.release();
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  /** What every post checks before its crossing. */
+  protected check(operation: string): void {
+    checkPostable(operation, this.target, this.region);
+    this.ensureOpen(operation);
+    this.#kept?.check(operation);
+  }
+
+  protected ensureOpen(operation: string): void {
+    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
+  }
+
+  /** What this is, for messages. */
+  protected abstract get kind(): string;
+}
+
+abstract class PreparedWorkRequest extends PreparedPost {
+  readonly wrId: number;
+  protected readonly memory: NativeScratch;
+  protected readonly sge: number;
+  readonly #lengthBound: LengthBound | undefined;
+
+  protected constructor(
+    target: PostTarget,
+    region: MemoryRegion | undefined,
+    kept: KeptBuffer | undefined,
     context: unknown,
     once: boolean,
     verb: RepeatedVerb,
     wrSize: number,
     lengthBound: LengthBound | undefined,
   ) {
-    this.memory = nativeScratch(wrSize + ibv_sge.size + 8);
+    const memory = nativeScratch(wrSize + ibv_sge.size + 8);
+    const wr = toAddress(memory.address);
+    const badWr = toAddress(memory.address + BigInt(wrSize + ibv_sge.size));
+    super(target, region, kept, { verb, wr, badWr }, { count: 1, context, once });
+    this.memory = memory;
     this.sge = wrSize;
     this.#lengthBound = lengthBound;
-    this.#kept = kept;
-    const wr = toAddress(this.memory.address);
-    const badWr = toAddress(this.memory.address + BigInt(wrSize + ibv_sge.size));
-    this.postCall = repeatedVerbCall(target.ops, verb, target.address, wr, badWr, !once);
-    if (once) {
-      this.wrId = workRequestIds.takeOnce(context);
-    } else {
-      this.#lease = leaseWithCall(target, this, 1, context, this.postCall);
-      this.wrId = this.#lease.first;
-    }
+    this.wrId = this.firstId;
   }
 
   protected writeSge(address: Pointer, length: number, lkey: number): void {
@@ -254,53 +313,12 @@ abstract class PreparedWorkRequest {
    */
   setLength(length: number): void {
     const operation = 'setLength';
-    this.#ensureOpen(operation);
+    this.ensureOpen(operation);
     const bound = this.#lengthBound;
     if (bound === undefined) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its length is fixed`);
     if (!Number.isInteger(length) || length < 0) throw argumentError(operation, 'length', 'must be a non-negative integer');
     if (length > bound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${bound.max}: ${bound.rule}`);
     this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
-  }
-
-  /** Whether close() has run, here or through the queue's close. */
-  get closed(): boolean {
-    return this.#lease?.released ?? false;
-  }
-
-  /**
-   * Forgets this request's wr_id and its context; post() then throws
-   * ResourceClosedError. Closing the queue closes it too. Close it once its
-   * completions are in: a later one comes without its context. Idempotent.
-   */
-  close(): void {
-    this.#lease?.release();
-  }
-
-  [Symbol.dispose](): void {
-    this.close();
-  }
-
-  protected check(operation: string): void {
-    checkPostable(operation, this.target, this.region);
-    this.#ensureOpen(operation);
-    this.#kept?.check(operation);
-  }
-
-  #ensureOpen(operation: string): void {
-    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
-  }
-
-  /** What this is, for messages. */
-  protected abstract get kind(): string;
-}
-
-/** Leases `count` wr_ids for `request`, its post call released with them (at once if the lease is refused). */
-function leaseWithCall(target: PostTarget, request: object, count: number, context: unknown, postCall: FixedCall): WorkRequestLease {
-  try {
-    return target.prepared.lease(request, count, context, postCall);
-  } catch (error) {
-    postCall.release();
-    throw error;
   }
 }
 
@@ -453,44 +471,34 @@ function chainSlots(operation: string, target: PostTarget, source: MemoryRegion 
  * buffer at offset + i × stride; its wr_id is firstWrId + i (slotOf() maps a
  * completion back to i).
  */
-abstract class PreparedChain {
+abstract class PreparedChain extends PreparedPost {
   readonly count: number;
   readonly firstWrId: number;
   /** Where each request's buffer starts, relative to the region's start. */
   readonly offset: number;
   readonly stride: number;
   readonly length: number;
-  protected readonly target: PostTarget;
-  readonly #region: MemoryRegion | undefined;
   readonly #layout: ChainLayout;
-  /** The post of the whole chain, its arguments stored (a bound call where possible). */
-  readonly #postCall: FixedCall;
   /** For a refused post's error: the C verb, and what the chain holds ('receives', 'sends'). */
   readonly #verbName: string;
   readonly #noun: string;
-  readonly #lease: WorkRequestLease;
-  /** An inline chain's plain buffer. */
-  readonly #kept: KeptBuffer | undefined;
 
   protected constructor(
     target: PostTarget, slots: ReturnType<typeof chainSlots>, o: z.output<typeof chainSlotsSchema>, context: unknown,
     wr: { readonly size: number; readonly wrId: number; readonly next: number; readonly sgList: number; readonly numSge: number },
     verb: RepeatedVerb, verbName: string, noun: string, kept: KeptBuffer | undefined,
   ) {
+    const layout = chainLayout(o.count, wr.size);
+    const { memory, sgeBase } = layout;
+    const post = { verb, wr: toAddress(memory.address), badWr: toAddress(memory.address + BigInt(layout.badWrOffset)) };
+    super(target, slots.region, kept, post, { count: o.count, context, once: false });
     this.#verbName = verbName;
     this.#noun = noun;
     this.count = o.count;
     this.offset = o.offset;
     this.stride = slots.stride;
     this.length = slots.length;
-    this.target = target;
-    this.#region = slots.region;
-    this.#kept = kept;
-    const layout = chainLayout(o.count, wr.size);
-    const { memory, sgeBase } = layout;
-    this.#postCall = repeatedVerbCall(target.ops, verb, target.address, toAddress(memory.address), toAddress(memory.address + BigInt(layout.badWrOffset)));
-    this.#lease = leaseWithCall(target, this, o.count, context, this.#postCall);
-    this.firstWrId = this.#lease.first;
+    this.firstWrId = this.firstId;
     const v = memory.view;
     for (let i = 0; i < o.count; i++) {
       const at = i * wr.size;
@@ -512,26 +520,6 @@ abstract class PreparedChain {
     return slot >= 0 && slot < this.count ? slot : -1;
   }
 
-  /** Whether close() has run, here or through the queue's close. */
-  get closed(): boolean {
-    return this.#lease.released;
-  }
-
-  /**
-   * Forgets the chain's wr_ids and their context; post() then throws
-   * ResourceClosedError. Closing the queue closes it too. Idempotent.
-   */
-  close(): void {
-    this.#lease.release();
-  }
-
-  [Symbol.dispose](): void {
-    this.close();
-  }
-
-  /** What this is, for messages. */
-  protected abstract get kind(): string;
-
   /** For subclasses' encoding: calls `write` with the chain's view and each request's offset in it. */
   protected eachRequest(write: (view: DataView, at: number, index: number) => void): void {
     for (let i = 0; i < this.count; i++) write(this.#layout.memory.view, i * this.#layout.wrSize, i);
@@ -542,10 +530,8 @@ abstract class PreparedChain {
    * request, those before it are posted and the error says how many.
    */
   protected postAll(operation: string): void {
-    checkPostable(operation, this.target, this.#region);
-    if (this.#lease.released) throw new ResourceClosedError(this.kind, operation);
-    this.#kept?.check(operation);
-    const ret = this.#postCall.call();
+    this.check(operation);
+    const ret = this.postCall.call();
     if (ret !== 0) {
       const { memory, badWrOffset, wrSize } = this.#layout;
       const failedAt = Number(memory.view.getBigUint64(badWrOffset, true) - memory.address) / wrSize;
