@@ -90,7 +90,6 @@ function writeStub(code: DataView, at: number, slot: Pointer): void {
 /** A page of stubs (executable, never written again) and the page of their slots. */
 class StubPage {
   readonly slots: DataView;
-  readonly words: Int32Array;
   readonly #codeAddress: Pointer;
   readonly #functions: ((() => number) | undefined)[] = [];
 
@@ -99,9 +98,7 @@ class StubPage {
     const slotsAddress = base + BigInt(PAGE_SIZE);
     const code = new DataView(koffi.view(base, PAGE_SIZE));
     for (let i = 0; i < SLOTS_PER_PAGE; i++) writeStub(code, i * SLOT_SIZE, slotsAddress + BigInt(i * SLOT_SIZE));
-    const slotMemory = koffi.view(slotsAddress, PAGE_SIZE);
-    this.slots = new DataView(slotMemory);
-    this.words = new Int32Array(slotMemory);
+    this.slots = new DataView(koffi.view(slotsAddress, PAGE_SIZE));
   }
 
   /** The JavaScript function that calls stub `index`, made at its first use. */
@@ -120,10 +117,10 @@ class BoundCall implements FixedCall {
   }
 
   setIntArgument(index: number, value: number): void {
-    const word = (this.index * SLOT_SIZE + 8 + index * 8) / 4;
+    const at = this.index * SLOT_SIZE + 8 + index * 8;
     const int = value | 0;
-    this.page.words[word] = int;
-    this.page.words[word + 1] = int < 0 ? -1 : 0; // as C sign-extends an int
+    this.page.slots.setInt32(at, int, true);
+    this.page.slots.setInt32(at + 4, int < 0 ? -1 : 0, true); // as C sign-extends an int
   }
 
   release(): void {
