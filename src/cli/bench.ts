@@ -57,7 +57,6 @@ The server listens on every address; both sides print their own figures.
 Exits 0 on success, 1 on a bad option or a failed run, 2 when there is no RDMA device.
 `;
 
-
 const MAGIC = 0x4e424452; // "RDBN"
 const VERSION = 1;
 const DEFAULT_PORT = 7480;
@@ -180,7 +179,8 @@ function humanBandwidth(r: BandwidthResult, plan: Plan, role: string, inline: bo
 
 // ---------------------------------------------------------------- the command
 
-function positiveInteger(value: string | undefined, name: string, max: number, min = 1): number | undefined {
+/** An option's integer in [min, max] (from 1 unless said), or undefined when it is not given. */
+function integerOption(value: string | undefined, name: string, max: number, min = 1): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new BenchError(`${name} must be an integer from ${min} to ${max} (got '${value}')`);
@@ -211,13 +211,13 @@ export async function runBench(argv: string[]): Promise<number> {
   if (onEvents && mode !== 'lat') return fail('--events is for lat');
   let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number;
   try {
-    size = positiveInteger(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
-    iters = positiveInteger(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' && !onEvents ? 10_000 : 1000);
+    size = integerOption(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
+    iters = integerOption(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' && !onEvents ? 10_000 : 1000);
     // A wake-up costs far more than V8's optimizing does: fewer round trips suffice.
-    warmup = positiveInteger(values.warmup, '--warmup', 100_000_000) ?? (onEvents ? EVENTS_WARMUP : warmupFor(mode, size));
-    durationMs = (positiveInteger(values.duration, '--duration', 3600) ?? 0) * 1000;
-    port = positiveInteger(values.port, '--port', 65535) ?? DEFAULT_PORT;
-    maxInline = positiveInteger(values.inline, '--inline', 65536, 0) ?? DEFAULT_MAX_INLINE;
+    warmup = integerOption(values.warmup, '--warmup', 100_000_000) ?? (onEvents ? EVENTS_WARMUP : warmupFor(mode, size));
+    durationMs = (integerOption(values.duration, '--duration', 3600) ?? 0) * 1000;
+    port = integerOption(values.port, '--port', 65535) ?? DEFAULT_PORT;
+    maxInline = integerOption(values.inline, '--inline', 65536, 0) ?? DEFAULT_MAX_INLINE;
   } catch (error) {
     return fail((error as Error).message);
   }

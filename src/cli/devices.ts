@@ -18,7 +18,6 @@ Options:
   -h, --help      show this help
 `;
 
-
 /** Like ibv_devices: one line per device. */
 function table(devices: DeviceInfo[]): string {
   const width = Math.max(16, ...devices.map((d) => d.name.length));

@@ -29,7 +29,6 @@ Options:
   -h, --help   show this help
 `;
 
-
 const helpText = `Helpers:
   devices()                          every RDMA device here (listDevices())
   device(name?)                      one device's DeviceInfo (default: the first)
