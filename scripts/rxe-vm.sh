@@ -509,8 +509,12 @@ on_signal() { trap - INT TERM HUP; msg "interrupted; stopping the VM(s)"; cleanu
 main() {
   ensure_packages
   mkdir -p "$CACHE"
+  # Two first runs at once would unpack into the same cache: one prepares, the other waits.
+  exec 8>"$CACHE/.lock"
+  flock 8
   ensure_kernel
   ensure_initramfs
+  exec 8>&-
   if [ "$PREPARE_ONLY" = 1 ]; then msg "ready: kernel $KDIR, initramfs $INITRD"; exit 0; fi
 
   local qemu=qemu-system-x86_64
