@@ -8,7 +8,7 @@
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError, checkPointer, checkVerbs } from '../ffi/errors.js';
+import { RdmaError, checkPointer, checkVerbs, pollFailed } from '../ffi/errors.js';
 import { contextOps, repeatedVerbCall, type ContextOps } from '../ffi/inline-verbs.js';
 import type { FixedCall } from '../ffi/bound-call.js';
 import { readPointer, toAddress, type Pointer } from '../ffi/library.js';
@@ -110,7 +110,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       this.#pollCount = entries;
     }
     const count = pollCall.call();
-    if (count < 0) throw new RdmaError('ibv_poll_cq', -count || 5);
+    if (count < 0) throw pollFailed(count);
     return count;
   }
 

@@ -131,6 +131,16 @@ export function checkVerbs(syscall: string, result: number): void {
   throw new RdmaError(syscall, result === -1 ? koffi.errno() || 5 : Math.abs(result));
 }
 
+/**
+ * ibv_poll_cq's failure: a negative count. It is the provider's own code, not
+ * an errno (mlx4's and mlx5's CQ_POLL_ERR is -2, which would read as ENOENT),
+ * so it is reported as EIO, as rdma_get_*_comp report it.
+ */
+export function pollFailed(returned: number): RdmaError {
+  return new RdmaError('ibv_poll_cq', 5 /* EIO */,
+    `the provider returned ${returned}: the queue is likely in error (overrun?); close it and its queue pairs, and set them up again`);
+}
+
 // getaddrinfo's error codes and glibc's messages for them (<netdb.h>, gai_strerror),
 // which rdma_getaddrinfo passes on.
 const EAI_SYSTEM = -11;

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 import { librdmacm, librdmacmFunctions } from '../../src/ffi/librdmacm.js';
 import { libibverbs, libibverbsFunctions } from '../../src/ffi/libibverbs.js';
-import { checkAddrInfo, checkPointer, checkRdma, checkVerbs, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
+import { checkAddrInfo, checkPointer, checkRdma, checkVerbs, pollFailed, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
 import { libc, libcFunctions } from '../../src/ffi/libc.js';
 import { copyFromNative, snapshotStruct } from '../../src/ffi/native-copy.js';
 import { contextOps, forgetContextOps } from '../../src/ffi/inline-verbs.js';
@@ -126,6 +126,8 @@ test('each return convention becomes the right error', () => {
     { call: () => checkAddrInfo('rdma_getaddrinfo', -8), errno: -8, code: 'EAI_SERVICE', syscall: 'rdma_getaddrinfo', text: /Servname not supported/ },
     { call: () => (koffi.errno(19), checkAddrInfo('rdma_getaddrinfo', -1)), errno: 19, code: 'ENODEV', syscall: 'rdma_getaddrinfo' },
     { call: () => (koffi.errno(12), checkAddrInfo('rdma_getaddrinfo', -11)), errno: 12, code: 'ENOMEM', syscall: 'rdma_getaddrinfo' },
+    // ibv_poll_cq's negative count is the provider's code (mlx5's CQ_POLL_ERR, -2), not -ENOENT.
+    { call: () => { throw pollFailed(-2); }, errno: 5, code: 'EIO', syscall: 'ibv_poll_cq', text: /provider returned -2.*set them up again/ },
   ];
   for (const { call, errno, code, syscall, text } of cases) {
     assert.throws(call, (error: unknown) => {
