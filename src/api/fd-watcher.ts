@@ -77,8 +77,8 @@ export class FdWatcher {
     if (interested) {
       this.#stopDue = false;
       if (this.#closed || started.has(this)) return;
-      if (this.#handle) this.#handle.start({ readable: true }, this.onReadable);
-      else this.#handle = koffi.node.poll(this.fd, { readable: true }, this.onReadable);
+      if (this.#handle) this.#handle.start({ readable: true }, this.#polled);
+      else this.#handle = koffi.node.poll(this.fd, { readable: true }, this.#polled);
       started.add(this);
       stopWatchesOnExit();
     } else if (!this.#stopDue && started.has(this)) {
@@ -86,6 +86,18 @@ export class FdWatcher {
       setImmediate(this.#stopIfDue);
     }
   }
+
+  /**
+   * libuv's poll callback. koffi passes libuv's status first (its typings
+   * omit it). On an error (POLLERR: e.g. a device's event queue closed under
+   * it) libuv has stopped the watch, so it is forgotten here: renewed
+   * interest starts it again. The owner reads the fd either way, and its
+   * read reports the failure.
+   */
+  readonly #polled = ((status: number): void => {
+    if (status < 0) started.delete(this);
+    this.onReadable();
+  }) as unknown as (events: koffiNode.PollEvents) => void;
 
   readonly #stopIfDue = (): void => {
     if (!this.#stopDue) return;

@@ -1,9 +1,13 @@
 // FdWatcher on a FIFO (no device needed): it calls back on every write while
-// interest holds, never after close(); a watcher nobody is interested in lets
-// the process end, and a worker thread may exit with a watch running.
+// interest holds, never after close(); a poll error reaches its owner; a
+// watcher nobody is interested in lets the process end, and a worker thread
+// may exit with a watch running.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FdWatcher } from '../../src/api/fd-watcher.js';
 import { Fifo } from '../support/fifo.js';
@@ -54,6 +58,37 @@ test('the callback runs for every write while interest holds, and not once inter
   } finally {
     watcher.close();
     fifo.close();
+  }
+});
+
+test('a poll error reaches the owner, and renewed interest watches again', async () => {
+  // A FIFO's write end whose reader is gone polls POLLERR, as a device's event queue closed under it does.
+  const dir = mkdtempSync(join(tmpdir(), 'rdmacm-fifo-'));
+  const path = join(dir, 'fifo');
+  execFileSync('mkfifo', [path]);
+  const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+  let calls = 0;
+  let wake: () => void = () => {};
+  const watcher = new FdWatcher(writer, () => {
+    calls++;
+    wake();
+  });
+  const watching = FdWatcher.watching;
+  try {
+    closeSync(reader);
+    let woken = new Promise<void>((resolve) => (wake = resolve));
+    watcher.setInterest(true);
+    assert.equal(await within(woken, 5000), undefined, 'the error reaches the owner, who reads the fd and meets it');
+    assert.equal(FdWatcher.watching, watching, 'libuv stopped the watch on the error, so it is not counted as running');
+    woken = new Promise<void>((resolve) => (wake = resolve));
+    watcher.setInterest(true);
+    assert.equal(await within(woken, 5000), undefined, 'renewed interest starts the watch again, and the error comes again');
+    assert.equal(calls, 2);
+  } finally {
+    watcher.close();
+    closeSync(writer);
+    rmSync(dir, { recursive: true });
   }
 });
 
