@@ -137,8 +137,8 @@ export function checkVerbs(syscall: string, result: number): void {
  * so it is reported as EIO, as rdma_get_*_comp report it.
  */
 export function pollFailed(returned: number): RdmaError {
-  return new RdmaError('ibv_poll_cq', 5 /* EIO */,
-    `the provider returned ${returned}: the queue is likely in error (overrun?); close it and its queue pairs, and set them up again`);
+  const advice = 'the queue is likely in error (overrun?); close it and its queue pairs, and set them up again';
+  return new RdmaError('ibv_poll_cq', 5 /* EIO */, `the provider returned ${returned}: ${advice}`);
 }
 
 // getaddrinfo's error codes and glibc's messages for them (<netdb.h>, gai_strerror),
