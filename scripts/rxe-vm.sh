@@ -504,7 +504,9 @@ cleanup() {
   if [ -n "$STTY_SAVED" ]; then stty "$STTY_SAVED" 2>/dev/null || true; fi
   if [ -n "$TMP" ]; then rm -rf "$TMP"; fi
 }
-on_signal() { trap - INT TERM HUP; msg "interrupted; stopping the VM(s)"; cleanup; exit 130; }
+on_signal() { trap - INT TERM HUP EXIT; msg "interrupted; stopping the VM(s)"; cleanup; exit 130; }
+# Any other way out (set -e on an unexpected failure) must not leave QEMU running either.
+on_exit() { trap - INT TERM HUP EXIT; cleanup; }
 
 main() {
   ensure_packages
@@ -521,6 +523,7 @@ main() {
   command -v "$qemu" >/dev/null 2>&1 || die $EXIT_VM "$qemu not found"
 
   trap on_signal INT TERM HUP
+  trap on_exit EXIT
   TMP=$(mktemp -d "${TMPDIR:-/tmp}/rdmacm-vm.XXXXXX")
   chmod 755 "$TMP"
   mkdir -p "$TMP/shared"
@@ -645,7 +648,7 @@ main() {
       done
       if [ "$ok" = 0 ]; then
         cat "$TMP/qemu0.log" >&2 || true
-        cleanup; trap - INT TERM HUP
+        cleanup; trap - INT TERM HUP EXIT
         die $EXIT_VM "QEMU for host0 did not start listening on 127.0.0.1:$port"
       fi
     fi
@@ -736,7 +739,7 @@ main() {
     first=$EXIT_TIMEOUT
   fi
   [ "$VERBOSE" = 1 ] && msg "exit codes: ${codes[*]}"
-  trap - INT TERM HUP
+  trap - INT TERM HUP EXIT
   rm -rf "$TMP"
   TMP=
   exit "${first:-0}"
