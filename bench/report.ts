@@ -97,7 +97,7 @@ for (const size of [2, 4096]) {
   raw_[`lat_${size}`] = { ts: t, c };
   const runs = `${t.length} TS, ${c.length} C`;
   row(`lat p50 ${size} B (C: t_typical)`, 'µs', pick(t, 'p50_us'), pick(c, 't_typical[usec]'), '≤ 1.15×', (r) => r <= 1.15, runs);
-  // Each process settles at its own level (docs/performance-notes.md): the spread behind the median.
+  // Each connection settles at its own level (docs/performance-notes.md): the spread behind the median.
   for (const which of ['lowest', 'highest'] as const) {
     row(`  p50, ${which} repetition`, 'µs', extreme(t, 'p50_us', which), extreme(c, 't_typical[usec]', which), '—', null, runs);
   }
