@@ -141,14 +141,16 @@ let unusedInNewest = 0;
 /** Why bound calls are off in this process, once known. */
 let unavailable: string | undefined;
 
+const switchedOff = (): boolean => process.env.RDMACM_BOUND_CALLS === '0';
+
 /** Why calls are not bound here (undefined: they are, or no call has been bound yet). */
 export function boundCallsUnavailable(): string | undefined {
-  return process.env.RDMACM_BOUND_CALLS === '0' ? 'RDMACM_BOUND_CALLS=0' : unavailable;
+  return switchedOff() ? 'RDMACM_BOUND_CALLS=0' : unavailable;
 }
 
 /** `fn` with its three arguments stored in a slot, or undefined where calls cannot be bound. */
 function bindCall(fn: Pointer, args: readonly [Address, Address, Address]): BoundCall | undefined {
-  if (process.env.RDMACM_BOUND_CALLS === '0') return undefined;
+  if (switchedOff()) return undefined;
   const slot = takeSlot();
   if (!slot) return undefined;
   const at = slot.index * SLOT_SIZE;
