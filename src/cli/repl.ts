@@ -23,7 +23,9 @@ device(name?) and help(). Every resource created through the preloaded API
 … and so their children) is closed, newest first, on .exit or end of input.
 
 When stdin is not a terminal, the lines read from it are evaluated one at a
-time, each awaited before the next, without prompts.
+time, each awaited before the next, without prompts. A line that throws is
+reported and the next one runs; the exit code is then 1, so a script that
+pipes lines in can tell.
 
 Options:
   -h, --help   show this help
@@ -241,9 +243,17 @@ export async function runRepl(argv: string[]): Promise<number> {
   for (const [name, value] of Object.entries(globals)) {
     Object.defineProperty(server.context, name, { value, writable: true, configurable: true, enumerable: false });
   }
+  // Lines that threw, counted where the REPL shows its prompt again: node:repl
+  // reports an error through its domain, not to the caller, but keeps the
+  // last one in the documented `_error` variable.
+  let failedLines = 0;
+  let lastSeenError: unknown;
   if (piped) {
     const showPrompt = server.displayPrompt.bind(server);
     server.displayPrompt = (preserveCursor?: boolean) => {
+      const latest: unknown = server.context._error;
+      if (latest !== undefined && latest !== lastSeenError) failedLines++;
+      lastSeenError = latest;
       showPrompt(preserveCursor);
       piped.next();
     };
@@ -258,9 +268,11 @@ export async function runRepl(argv: string[]): Promise<number> {
         process.stderr.write(`rdmacm repl: closing a resource failed: ${error instanceof Error ? error.message : String(error)}\n`);
       });
       process.stdout.write(`closed ${closed} resource${closed === 1 ? '' : 's'}\n`);
+      if (failedLines > 0) process.stderr.write(`rdmacm repl: ${failedLines} line${failedLines === 1 ? '' : 's'} threw\n`);
+      const code = failedLines > 0 ? 1 : 0;
       // Something still watched (a request promise, a blocking id) must not keep the process alive.
-      setTimeout(() => process.exit(0), 2000).unref();
-      resolve(0);
+      setTimeout(() => process.exit(code), 2000).unref();
+      resolve(code);
     });
   });
 }

@@ -76,11 +76,19 @@ test('help() lists the helpers and the main entry points', () => {
   assert.doesNotMatch(result.stdout, /^undefined$/m, 'help() returns nothing to print');
 });
 
-test('an error is reported and the session goes on', () => {
-  const result = repl('createId("not a channel")\n1 + 2\n');
-  assert.equal(result.status, 0, result.stderr);
+test('an error is reported, the session goes on, and the exit code is 1', () => {
+  const result = repl('createId("not a channel")\n1 + 2\nawait Promise.reject(new Error("late"))\n4 + 5\n');
+  assert.equal(result.status, 1, result.stderr);
   assert.match(result.stdout + result.stderr, /Uncaught/);
   assert.match(result.stdout, /^3$/m);
+  assert.match(result.stdout, /^9$/m);
+  assert.match(result.stderr, /^rdmacm repl: 2 lines threw$/m);
+});
+
+test('a session whose lines all succeed exits 0 without a failure line', () => {
+  const result = repl('const e = new Error("kept, not thrown")\ne.message\n');
+  assert.equal(result.status, 0, result.stderr);
+  assert.doesNotMatch(result.stderr, /threw/);
 });
 
 // Where this host has an RDMA device the banner lists it instead: the device
