@@ -4,10 +4,14 @@
 // (host: 32–44 against 15–22 ns). A prepared post and a CQ's poll repeat the
 // same three arguments on every call, so they are stored once.
 //
-// Each bound call owns a 32-byte slot of data (the function, then its three
-// arguments) and a 32-byte stub of x86-64 code that loads them and jumps to the
-// function. Stubs are written once per page, before the page becomes
-// executable, and never change: binding a call writes data only.
+// Each bound call owns a 32-byte slot of data: the function, then its three
+// arguments. All of a thread's bound calls go through one 32-byte stub of
+// x86-64 code, which reads the slot's address from a selector cell, loads the
+// arguments and jumps to the function; a call writes its slot's address into
+// the cell first. One stub means one koffi function, so every call site that
+// runs bound calls sees a single target: V8 never deoptimizes it for meeting a
+// second CQ's poll, and never recompiles it in the middle of a hot loop. The
+// stub is written once, before its page becomes executable, and never changes.
 //
 // Where this cannot work (not x86-64, a system that refuses executable memory,
 // RDMACM_BOUND_CALLS=0) a FixedCall makes the plain call instead.
@@ -18,8 +22,8 @@ import type { Address, Pointer } from './library.js';
 
 /** A native function called again and again with the same (or nearly the same) three arguments. */
 export interface FixedCall {
-  /** Calls the function with its stored arguments; returns its int result. */
-  readonly call: () => number;
+  /** Calls the function with its stored arguments; returns its int result. Call it as a method. */
+  call(): number;
   /** Replaces argument `index` with an int (e.g. poll's num_entries), as C's int conversion would take it. */
   setIntArgument(index: number, value: number): void;
   /** Frees what the call holds; call() must not run after. Idempotent. */
@@ -69,58 +73,70 @@ const MAP_FAILED = 0xffffffffffffffffn;
 const stubPrototype = koffi.proto('int rdmacm_bound_call_fn(void)');
 
 /**
- * The stub of one slot, 29 bytes:
+ * The dispatch stub, 32 bytes:
  *   endbr64                 (a valid target of koffi's indirect call where IBT is enforced)
- *   mov r11, <slot address>
+ *   mov r11, <cell address>
+ *   mov r11, [r11]          (the slot the caller selected)
  *   mov rdi, [r11 + 8]
  *   mov rsi, [r11 + 16]
  *   mov rdx, [r11 + 24]
  *   jmp [r11]               (a tail call: the function returns straight to koffi)
- * r11 is scratch in the System V ABI, and the stack is left as koffi's call made it.
+ * r11 is scratch in the System V ABI, and the stack is left as koffi's call
+ * made it. The cell is read before anything else runs, so a call made from a
+ * callback during the function may select another slot safely.
  */
-function writeStub(code: DataView, at: number, slot: Pointer): void {
+function writeStub(code: DataView, cell: Pointer): void {
   const bytes = [0xf3, 0x0f, 0x1e, 0xfa, 0x49, 0xbb];
-  bytes.forEach((byte, i) => code.setUint8(at + i, byte));
-  code.setBigUint64(at + 6, slot, true);
-  const rest = [0x49, 0x8b, 0x7b, 0x08, 0x49, 0x8b, 0x73, 0x10, 0x49, 0x8b, 0x53, 0x18, 0x41, 0xff, 0x23];
-  rest.forEach((byte, i) => code.setUint8(at + 14 + i, byte));
-  for (let i = 29; i < SLOT_SIZE; i++) code.setUint8(at + i, 0xcc); // int3
+  bytes.forEach((byte, i) => code.setUint8(i, byte));
+  code.setBigUint64(6, cell, true);
+  const rest = [0x4d, 0x8b, 0x1b, 0x49, 0x8b, 0x7b, 0x08, 0x49, 0x8b, 0x73, 0x10, 0x49, 0x8b, 0x53, 0x18, 0x41, 0xff, 0x23];
+  rest.forEach((byte, i) => code.setUint8(14 + i, byte));
 }
 
-/** A page of stubs (executable, never written again) and the page of their slots. */
-class StubPage {
-  readonly slots: DataView;
-  readonly #codeAddress: Pointer;
-  readonly #functions: ((() => number) | undefined)[] = [];
+/** This thread's stub (a code page, executable and never written again), its cell, and the function that calls it. */
+interface Dispatch {
+  /** The selector cell as two 32-bit halves (little-endian): the address of the slot to call. */
+  readonly selector: Uint32Array;
+  readonly call: () => number;
+}
 
-  constructor(base: Pointer) {
-    this.#codeAddress = base;
-    const slotsAddress = base + BigInt(PAGE_SIZE);
-    const code = new DataView(koffi.view(base, PAGE_SIZE));
-    for (let i = 0; i < SLOTS_PER_PAGE; i++) writeStub(code, i * SLOT_SIZE, slotsAddress + BigInt(i * SLOT_SIZE));
-    this.slots = new DataView(koffi.view(slotsAddress, PAGE_SIZE));
-  }
-
-  /** The JavaScript function that calls stub `index`, made at its first use. */
-  functionAt(index: number): () => number {
-    return (this.#functions[index] ??= koffi.decode(this.#codeAddress + BigInt(index * SLOT_SIZE), stubPrototype) as () => number);
+/** A page of slots. */
+class SlotPage {
+  readonly view: DataView;
+  constructor(readonly address: Pointer) {
+    this.view = new DataView(koffi.view(address, PAGE_SIZE));
   }
 }
 
 class BoundCall implements FixedCall {
   readonly bound = true;
-  readonly call: () => number;
+  readonly #selector: Uint32Array;
+  readonly #dispatch: () => number;
+  readonly #low: number;
+  readonly #high: number;
   #released = false;
 
-  constructor(private readonly page: StubPage, private readonly index: number) {
-    this.call = page.functionAt(index);
+  constructor(private readonly page: SlotPage, private readonly index: number, dispatch: Dispatch) {
+    const slot = page.address + BigInt(index * SLOT_SIZE);
+    this.#selector = dispatch.selector;
+    this.#dispatch = dispatch.call;
+    this.#low = Number(slot & 0xffffffffn);
+    this.#high = Number(slot >> 32n);
+  }
+
+  // A method, not a closure per call: every bound call is then the same
+  // target for V8, and a loop that polls two CQs is never deoptimized for it.
+  call(): number {
+    this.#selector[0] = this.#low;
+    this.#selector[1] = this.#high;
+    return this.#dispatch();
   }
 
   setIntArgument(index: number, value: number): void {
     const at = this.index * SLOT_SIZE + 8 + index * 8;
     const int = value | 0;
-    this.page.slots.setInt32(at, int, true);
-    this.page.slots.setInt32(at + 4, int < 0 ? -1 : 0, true); // as C sign-extends an int
+    this.page.view.setInt32(at, int, true);
+    this.page.view.setInt32(at + 4, int < 0 ? -1 : 0, true); // as C sign-extends an int
   }
 
   release(): void {
@@ -131,13 +147,14 @@ class BoundCall implements FixedCall {
 }
 
 interface Slot {
-  readonly page: StubPage;
+  readonly page: SlotPage;
   readonly index: number;
 }
 
 const freeSlots: Slot[] = [];
-let newestPage: StubPage | undefined;
+let newestPage: SlotPage | undefined;
 let unusedInNewest = 0;
+let dispatch: Dispatch | undefined;
 /** Why bound calls are off in this process, once known. */
 let unavailable: string | undefined;
 
@@ -151,42 +168,53 @@ export function boundCallsUnavailable(): string | undefined {
 /** `fn` with its three arguments stored in a slot, or undefined where calls cannot be bound. */
 function bindCall(fn: Pointer, args: readonly [Address, Address, Address]): BoundCall | undefined {
   if (switchedOff()) return undefined;
+  dispatch ??= newDispatch();
+  if (!dispatch) return undefined;
   const slot = takeSlot();
   if (!slot) return undefined;
   const at = slot.index * SLOT_SIZE;
-  slot.page.slots.setBigUint64(at, fn, true);
-  for (let i = 0; i < 3; i++) slot.page.slots.setBigUint64(at + 8 + i * 8, BigInt(args[i]!), true);
-  return new BoundCall(slot.page, slot.index);
+  slot.page.view.setBigUint64(at, fn, true);
+  for (let i = 0; i < 3; i++) slot.page.view.setBigUint64(at + 8 + i * 8, BigInt(args[i]!), true);
+  return new BoundCall(slot.page, slot.index, dispatch);
 }
 
 function takeSlot(): Slot | undefined {
   const free = freeSlots.pop();
   if (free) return free;
   if (unusedInNewest === 0) {
-    newestPage = newStubPage();
-    if (!newestPage) return undefined;
+    const address = mapPages(1);
+    if (address === undefined) return undefined;
+    newestPage = new SlotPage(address);
     unusedInNewest = SLOTS_PER_PAGE;
   }
   return { page: newestPage!, index: SLOTS_PER_PAGE - unusedInNewest-- };
 }
 
-/** Maps a code page and its slot page, writes the stubs, and makes the code executable (and no longer writable). */
-function newStubPage(): StubPage | undefined {
-  if (unavailable !== undefined) return undefined;
-  if (process.arch !== 'x64') {
-    unavailable = `the stubs are x86-64 code (this is ${process.arch})`;
-    return undefined;
-  }
-  const base = libc.mmap(null, 2 * PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (base === null || base === MAP_FAILED) {
+/** Readable, writable, private pages; undefined (and `unavailable` set) when mmap fails. */
+function mapPages(count: number): Pointer | undefined {
+  const address = libc.mmap(null, count * PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (address === null || address === MAP_FAILED) {
     unavailable = `mmap failed (errno ${koffi.errno()})`;
     return undefined;
   }
-  const page = new StubPage(base);
+  return address;
+}
+
+/** Maps the stub's code page and the cell's page, writes the stub, and makes its page executable (and no longer writable). */
+function newDispatch(): Dispatch | undefined {
+  if (unavailable !== undefined) return undefined;
+  if (process.arch !== 'x64') {
+    unavailable = `the stub is x86-64 code (this is ${process.arch})`;
+    return undefined;
+  }
+  const base = mapPages(2);
+  if (base === undefined) return undefined;
+  const cell = base + BigInt(PAGE_SIZE);
+  writeStub(new DataView(koffi.view(base, PAGE_SIZE)), cell);
   if (libc.mprotect(base, PAGE_SIZE, PROT_READ | PROT_EXEC) !== 0) {
     unavailable = `the system refuses executable memory (mprotect: errno ${koffi.errno()})`;
     libc.munmap(base, 2 * PAGE_SIZE);
     return undefined;
   }
-  return page;
+  return { selector: new Uint32Array(koffi.view(cell, 8)), call: koffi.decode(base, stubPrototype) as () => number };
 }
