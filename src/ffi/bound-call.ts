@@ -8,9 +8,9 @@
 // arguments. All of a thread's bound calls go through one 32-byte stub of
 // x86-64 code, which reads the slot's address from a selector cell, loads the
 // arguments and jumps to the function; a call writes its slot's address into
-// the cell first. One stub means one koffi function, so every call site that
-// runs bound calls sees a single target: V8 never deoptimizes it for meeting a
-// second CQ's poll, and never recompiles it in the middle of a hot loop. The
+// the cell first. One stub means one koffi function, and with call() a method
+// every bound call is a single target for V8: a loop that polls two CQs is not
+// deoptimized when it meets the second (it was, with a stub per call). The
 // stub is written once, before its page becomes executable, and never changes.
 //
 // Where this cannot work (not x86-64, a system that refuses executable memory,
@@ -124,8 +124,8 @@ class BoundCall implements FixedCall {
     this.#high = Number(slot >> 32n);
   }
 
-  // A method, not a closure per call: every bound call is then the same
-  // target for V8, and a loop that polls two CQs is never deoptimized for it.
+  // A method, not a closure per call: V8 compares closures themselves, so
+  // closures would still be one target per call.
   call(): number {
     this.#selector[0] = this.#low;
     this.#selector[1] = this.#high;
