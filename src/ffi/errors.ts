@@ -132,13 +132,17 @@ export function checkVerbs(syscall: string, result: number): void {
 }
 
 /**
- * ibv_poll_cq's failure: a negative count. It is the provider's own code, not
- * an errno (mlx4's and mlx5's CQ_POLL_ERR is -2, which would read as ENOENT),
- * so it is reported as EIO, as rdma_get_*_comp report it.
+ * The errno for ibv_poll_cq's failure, a negative count. That count is the
+ * provider's own code, not an errno (mlx4's and mlx5's CQ_POLL_ERR is -2,
+ * which would read as ENOENT), so it is reported as EIO: by pollFailed() and
+ * by the raw rdma_get_*_comp.
  */
+export const POLL_FAILED_ERRNO = 5; // EIO
+
+/** ibv_poll_cq's failure as an error, with the provider's value and what to do. */
 export function pollFailed(returned: number): RdmaError {
   const advice = 'the queue is likely in error (overrun?); close it and its queue pairs, and set them up again';
-  return new RdmaError('ibv_poll_cq', 5 /* EIO */, `the provider returned ${returned}: ${advice}`);
+  return new RdmaError('ibv_poll_cq', POLL_FAILED_ERRNO, `the provider returned ${returned}: ${advice}`);
 }
 
 // getaddrinfo's error codes and glibc's messages for them (<netdb.h>, gai_strerror),

@@ -7,6 +7,7 @@ import { Buffer } from 'node:buffer';
 import koffi, { type TypeObject } from 'koffi';
 import { fixedCall, type FixedCall } from './bound-call.js';
 import { libibverbs } from './libibverbs.js';
+import { POLL_FAILED_ERRNO } from './errors.js';
 import { readPointer, type Address, type Pointer, type PointerArg } from './library.js';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq } from '../structs/verbs-resources.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
@@ -317,10 +318,6 @@ export function rdma_post_ud_send(
   return postScratchSend(id);
 }
 
-// A negative poll_cq return is a provider's own code, not an errno (mlx5's
-// CQ_POLL_ERR is -2; C stores it in errno as it is), so it is reported as EIO.
-const POLL_FAILED = 5;
-
 /**
  * The loop behind rdma_get_send_comp/rdma_get_recv_comp: poll; when empty,
  * arm the CQ, poll again to close the race, then block in ibv_get_cq_event
@@ -330,11 +327,11 @@ function getComp(cq: Pointer, channel: Pointer, wc: PointerArg): number {
   const out = Buffer.alloc(16); // struct ibv_cq *cq; void *context
   for (;;) {
     let ret = ibv_poll_cq(cq, 1, wc);
-    if (ret) return ret < 0 ? seterrno(POLL_FAILED) : ret;
+    if (ret) return ret < 0 ? seterrno(POLL_FAILED_ERRNO) : ret;
     ret = ibv_req_notify_cq(cq, 0);
     if (ret) return seterrno(ret);
     ret = ibv_poll_cq(cq, 1, wc);
-    if (ret) return ret < 0 ? seterrno(POLL_FAILED) : ret;
+    if (ret) return ret < 0 ? seterrno(POLL_FAILED_ERRNO) : ret;
     ret = libibverbs.ibv_get_cq_event(channel, out.subarray(0, 8), out.subarray(8, 16));
     if (ret) return ret;
     libibverbs.ibv_ack_cq_events(cq, 1);
