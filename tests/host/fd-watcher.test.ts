@@ -4,13 +4,11 @@
 // may exit with a watch running.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { closeSync, constants, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { FdWatcher } from '../../src/api/fd-watcher.js';
-import { Fifo } from '../support/fifo.js';
+import { Fifo, makeFifo } from '../support/fifo.js';
 
 /** `promise`, or 'pending' if it has not settled within `ms` (the timer does not hold the process). */
 const within = <T>(promise: Promise<T>, ms: number) =>
@@ -63,11 +61,9 @@ test('the callback runs for every write while interest holds, and not once inter
 
 test('a poll error reaches the owner, and renewed interest watches again', async () => {
   // A FIFO's write end whose reader is gone polls POLLERR, as a device's event queue closed under it does.
-  const dir = mkdtempSync(join(tmpdir(), 'rdmacm-fifo-'));
-  const path = join(dir, 'fifo');
-  execFileSync('mkfifo', [path]);
-  const reader = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  const writer = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+  const fifo = makeFifo();
+  const reader = openSync(fifo.path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const writer = openSync(fifo.path, constants.O_WRONLY | constants.O_NONBLOCK);
   let calls = 0;
   let wake: () => void = () => {};
   const watcher = new FdWatcher(writer, () => {
@@ -88,7 +84,7 @@ test('a poll error reaches the owner, and renewed interest watches again', async
   } finally {
     watcher.close();
     closeSync(writer);
-    rmSync(dir, { recursive: true });
+    fifo.remove();
   }
 });
 

@@ -4,14 +4,20 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/** A new FIFO in its own temporary folder; remove() deletes both. */
+export function makeFifo(): { path: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'rdmacm-fifo-'));
+  const path = join(dir, 'fifo');
+  execFileSync('mkfifo', [path]);
+  return { path, remove: () => rmSync(dir, { recursive: true }) };
+}
+
 export class Fifo {
   readonly fd: number;
-  readonly #dir = mkdtempSync(join(tmpdir(), 'rdmacm-fifo-'));
+  readonly #fifo = makeFifo();
 
   constructor() {
-    const path = join(this.#dir, 'fifo');
-    execFileSync('mkfifo', [path]);
-    this.fd = openSync(path, constants.O_RDWR | constants.O_NONBLOCK);
+    this.fd = openSync(this.#fifo.path, constants.O_RDWR | constants.O_NONBLOCK);
   }
 
   write(bytes: number): void {
@@ -34,6 +40,6 @@ export class Fifo {
 
   close(): void {
     closeSync(this.fd);
-    rmSync(this.#dir, { recursive: true });
+    this.#fifo.remove();
   }
 }
