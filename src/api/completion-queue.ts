@@ -17,9 +17,12 @@ import { Resource } from './resource.js';
 import { assertInternal, type Internal } from './internal.js';
 import { contextOf } from './work-request-ids.js';
 import { ResourceClosedError } from './errors.js';
+import { argumentError } from './validate.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from './fd-watcher.js';
 import { nativeScratch } from './native-memory.js';
-import { WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readStatus, readWrId, type WorkCompletion } from './work-completion.js';
+import {
+  WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readImmData, readOpcode, readStatus, readWrId, type WorkCompletion,
+} from './work-completion.js';
 
 /** How next() waits: 'events' sleeps on the completion channel; 'busy-poll' spins, yielding to the loop between rounds. */
 export type CompletionMode = 'events' | 'busy-poll';
@@ -33,6 +36,17 @@ const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
 const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');
 /** What the *At accessors read before the first poll: zeros, as a fresh batch would hold. */
 const NOTHING_POLLED = new DataView(new ArrayBuffer(WC_SIZE * BATCH));
+
+/**
+ * Takes a queue's completions in batches, on the event loop, instead of
+ * next(): no promise per completion. See CompletionQueue.setListener.
+ */
+export interface CompletionListener {
+  /** Completions may be waiting: take them with poll() and the *At accessors; return how many were taken (0: none left). */
+  onCompletions(): number;
+  /** The queue can no longer deliver (its channel or a poll failed); no call follows. */
+  onCompletionError(error: unknown): void;
+}
 
 interface Waiter {
   resolve(completion: WorkCompletion): void;
@@ -62,6 +76,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #spinning = false;
   /** Notification requested and its event not yet taken: the next completion raises one. */
   #armed = false;
+  #listener: CompletionListener | undefined;
   /** For a queue made here: its channel (0n without one), destroyed after it. Undefined when borrowed. */
   readonly #ownChannel: Pointer | undefined;
 
@@ -141,6 +156,15 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return readByteLen(this.#view, index * WC_SIZE);
   }
 
+  /** Opcode (a WcOpcode value: RECV_RDMA_WITH_IMM is 129) of the i-th completion of the last poll(). */
+  opcodeAt(index: number): number {
+    return readOpcode(this.#view, index * WC_SIZE);
+  }
+  /** Immediate data (host order) of the i-th completion of the last poll(); -1 when it carries none. */
+  immDataAt(index: number): number {
+    return readImmData(this.#view, index * WC_SIZE);
+  }
+
   /** The i-th completion of the last poll(), decoded (with its context). */
   completionAt(index: number): WorkCompletion {
     const base = index * WC_SIZE;
@@ -170,9 +194,61 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     }
   }
 
+  /**
+   * Hands every completion to `listener` (undefined stops): on each wake-up of
+   * the completion channel it drains the queue with poll(), then the queue is
+   * armed and drained once more, so none that lands in between is missed.
+   * One libuv wake-up, however many completions; nothing allocated per
+   * completion. Used instead of next(), never with it. `keepAlive` false lets
+   * the process exit while the queue sleeps (see unref()).
+   */
+  setListener(listener: CompletionListener | undefined, options: { keepAlive?: boolean } = {}): void {
+    const operation = 'setListener';
+    this.ensureOpen(operation);
+    if (listener !== undefined && (typeof listener !== 'object' || typeof listener.onCompletions !== 'function' || typeof listener.onCompletionError !== 'function')) {
+      throw argumentError(operation, 'listener', 'expected { onCompletions(): number, onCompletionError(error) }');
+    }
+    if (listener && this.#waiters.length > 0) throw argumentError(operation, 'listener', 'next() is waiting on this queue: a listener replaces next(), never joins it');
+    this.#listener = listener;
+    if (!listener) {
+      this.#channelWatcher?.setInterest(false);
+      return;
+    }
+    const watcher = this.#eventWatcher();
+    watcher.setRef(options.keepAlive !== false);
+    watcher.setInterest(true);
+    this.#serveListener();
+  }
+
+  /** A sleeping listener keeps the process alive again (as a Node handle's ref()). */
+  ref(): void {
+    this.#channelWatcher?.setRef(true);
+  }
+
+  /** A sleeping listener no longer keeps the process alive (as a Node handle's unref()). */
+  unref(): void {
+    this.#channelWatcher?.setRef(false);
+  }
+
+  /** Drains into the listener, arms, drains again: a completion after the arming raises an event. */
+  #serveListener(): void {
+    const listener = this.#listener!;
+    try {
+      while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
+      if (this.#armed || this.closed) return;
+      this.#armNotify();
+      while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
+    } catch (error) {
+      this.#listener = undefined;
+      this.#channelWatcher?.setInterest(false);
+      listener.onCompletionError(error);
+    }
+  }
+
   /** The next completion, on the event loop. Error statuses reject with WorkCompletionError. */
   next(): Promise<WorkCompletion> {
     this.ensureOpen('next');
+    if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)');
     return new Promise<WorkCompletion>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
       if (this.mode === 'busy-poll') {
@@ -244,9 +320,14 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     try {
       this.#takeChannelEvent();
     } catch (error) {
+      const listener = this.#listener;
+      this.#listener = undefined;
+      listener?.onCompletionError(error);
       return this.#failWaiters(error);
     }
-    if (!this.closed) this.#serve();
+    if (this.closed) return;
+    if (this.#listener) this.#serveListener();
+    else this.#serve();
   }
 
   /** Busy-poll mode: spins on poll(), yielding to the loop now and then, until none wait (or the mode changes). */
@@ -335,6 +416,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   protected release(): void {
+    this.#listener = undefined;
     this.#pollCall?.release();
     // ibv_destroy_cq waits for every event to be acked.
     this.#ackEvents();

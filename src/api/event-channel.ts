@@ -62,6 +62,19 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     this.#watcher = new FdWatcher(this.fd, () => this.#drain());
   }
 
+  /**
+   * Whether operations waiting here keep the process alive (libuv's ref), as
+   * a Node handle's ref()/unref(); true by default. Waits still run either
+   * way; the deadline timer follows suit.
+   */
+  setRef(ref: boolean): void {
+    this.#ref = ref;
+    this.#watcher.setRef(ref);
+    if (ref) this.#deadlineTimer?.ref();
+    else this.#deadlineTimer?.unref();
+  }
+  #ref = true;
+
   /** @internal Routes events of `idHandle` to `target`. */
   attach(idHandle: Pointer, target: EventTarget): void {
     this.ensureOpen('attach');
@@ -128,6 +141,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
     this.#deadlineTimerDue = due;
     const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(due - performance.now())));
     this.#deadlineTimer = setTimeout(() => this.#expireDue(), delay);
+    if (!this.#ref) this.#deadlineTimer.unref();
   }
 
   #disarmDeadlineTimer(): void {

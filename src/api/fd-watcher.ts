@@ -78,7 +78,10 @@ export class FdWatcher {
       this.#stopDue = false;
       if (this.#closed || started.has(this)) return;
       if (this.#handle) this.#handle.start({ readable: true }, this.#polled);
-      else this.#handle = koffi.node.poll(this.fd, { readable: true }, this.#polled);
+      else {
+        this.#handle = koffi.node.poll(this.fd, { readable: true }, this.#polled);
+        if (!this.#ref) this.#handle.unref();
+      }
       started.add(this);
       stopWatchesOnExit();
     } else if (!this.#stopDue && started.has(this)) {
@@ -105,6 +108,14 @@ export class FdWatcher {
     started.delete(this);
     this.#handle?.stop();
   };
+
+  /** Whether a started watch keeps the process alive (libuv's ref); true by default. */
+  setRef(ref: boolean): void {
+    this.#ref = ref;
+    if (ref) this.#handle?.ref();
+    else this.#handle?.unref();
+  }
+  #ref = true;
 
   /** Stops watching for good; onReadable is not called again. Idempotent. */
   close(): void {

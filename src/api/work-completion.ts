@@ -88,6 +88,15 @@ export function readByteLen(view: DataView, base: number): number {
   return view.getUint32(base + OFFSET.byteLen, true);
 }
 
+export function readOpcode(view: DataView, base: number): number {
+  return view.getInt32(base + OFFSET.opcode, true);
+}
+
+/** The immediate data in host order, or -1 when the completion carries none. */
+export function readImmData(view: DataView, base: number): number {
+  return view.getUint32(base + OFFSET.wcFlags, true) & WITH_IMM ? view.getUint32(base + OFFSET.immData, false) : -1;
+}
+
 /** Decodes the ibv_wc at `base` in `view` into a typed, plain object. */
 export function decodeWorkCompletion(view: DataView, base: number, context: unknown): WorkCompletion {
   const status = readStatus(view, base);

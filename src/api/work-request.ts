@@ -346,6 +346,15 @@ export function postOnce(request: PreparedRecv | PreparedSend): number {
 export class PreparedSend extends PreparedWorkRequest {
   /** A UD send's destination, kept alive and checked at each post. */
   readonly #addressHandle: AddressHandle | undefined;
+  /** What setRange/setRemote/setImmediate may change, fixed at prepare. */
+  readonly #sourceSize: number;
+  readonly #sourceLow: number;
+  readonly #sourceHigh: number;
+  readonly #inlineMax: number;
+  readonly #remoteLength: number;
+  readonly #atomic: boolean;
+  readonly #rdma: boolean;
+  readonly #immediate: boolean;
 
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedSend', 'use qp.prepareSend()');
@@ -397,6 +406,64 @@ export class PreparedSend extends PreparedWorkRequest {
       v.setUint32(SEND_WR_OFFSET.udRemoteQkey, o.ud.remoteQkey, true);
     }
     this.writeSge(range.address, range.length, range.lkey);
+    const start = range.address - BigInt(o.offset);
+    this.#sourceSize = size;
+    this.#sourceLow = Number(start & 0xffffffffn);
+    this.#sourceHigh = Number(start >> 32n);
+    this.#inlineMax = o.inline ? target.maxInlineData : Infinity;
+    this.#remoteLength = o.remote?.length ?? Infinity;
+    this.#atomic = atomic;
+    this.#rdma = o.opcode === 'RDMA_WRITE' || o.opcode === 'RDMA_READ';
+    this.#immediate = o.immediate !== undefined;
+  }
+
+  /**
+   * Moves the request's local bytes to `length` bytes at `offset` in its
+   * region or buffer (e.g. the next message of a ring), within the rules
+   * checked when it was prepared. A few compares and stores: no allocation.
+   */
+  setRange(offset: number, length: number): void {
+    const operation = 'setRange';
+    this.ensureOpen(operation);
+    const size = this.#sourceSize;
+    if (this.#atomic) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its range is fixed at prepare`);
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset > size) throw argumentError(operation, 'offset', `must be an integer within the ${size}-byte region`);
+    if (!Number.isSafeInteger(length) || length < 0 || offset + length > size || length > MAX_SGE_LENGTH) {
+      throw argumentError(operation, 'length', `offset ${offset} + length must stay within the ${size}-byte region (got ${length})`);
+    }
+    if (length > this.#inlineMax) throw argumentError(operation, 'length', `inline data must not exceed the queue pair's max_inline_data (${this.#inlineMax})`);
+    if (length > this.#remoteLength) throw argumentError(operation, 'length', `the transfer must not exceed the ${this.#remoteLength}-byte remote region`);
+    const v = this.memory.view;
+    const low = this.#sourceLow + offset;
+    v.setUint32(this.sge, low % 2 ** 32, true);
+    v.setUint32(this.sge + 4, this.#sourceHigh + Math.floor(low / 2 ** 32), true);
+    v.setUint32(this.sge + SGE_OFFSET.length, length, true);
+  }
+
+  /**
+   * Points an RDMA write or read at another remote address and rkey (e.g. the
+   * next free bytes of a peer's ring). The peer's rkey bounds what it allows;
+   * a remote length given at prepare bounds setRange() as before.
+   */
+  setRemote(address: number, rkey: number): void {
+    const operation = 'setRemote';
+    this.ensureOpen(operation);
+    if (!this.#rdma) throw argumentError(operation, 'options.opcode', 'only an RDMA_WRITE or RDMA_READ has a remote address');
+    if (!Number.isSafeInteger(address) || address < 0) throw argumentError(operation, 'address', 'must be a non-negative safe integer');
+    if ((rkey >>> 0) !== rkey) throw argumentError(operation, 'rkey', 'must be a u32');
+    const v = this.memory.view;
+    v.setUint32(SEND_WR_OFFSET.remoteAddr, address % 2 ** 32, true);
+    v.setUint32(SEND_WR_OFFSET.remoteAddr + 4, Math.floor(address / 2 ** 32), true);
+    v.setUint32(SEND_WR_OFFSET.rkey, rkey, true);
+  }
+
+  /** Changes the immediate data of a request prepared with one (SEND or RDMA_WRITE with `immediate`). */
+  setImmediate(value: number): void {
+    const operation = 'setImmediate';
+    this.ensureOpen(operation);
+    if (!this.#immediate) throw argumentError(operation, 'options.immediate', 'the request was prepared without immediate data');
+    if ((value >>> 0) !== value) throw argumentError(operation, 'value', 'must be a u32');
+    this.memory.view.setUint32(SEND_WR_OFFSET.immData, value, false);
   }
 
   /** ibv_post_send of this request: one FFI crossing. */
