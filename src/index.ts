@@ -38,3 +38,9 @@ export {
 export {
   RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, type ArgumentIssue,
 } from './api/errors.js';
+
+// Sockets over RDMA (also as 'rdmacm/net').
+export {
+  RdmaSocket, RdmaServer, connect, createConnection, createServer, RdmaNetError, RdmaNetCodeError, RdmaProtocolError,
+  type RdmaSocketOptions, type DropInfo, type RdmaConnectOptions, type RdmaListenOptions, type RdmaServerOptions, type RdmaSocketSizes,
+} from './net/index.js';

@@ -1,0 +1,57 @@
+// Errors as node:net reports them: a system error's code, negative errno,
+// syscall, address and port, with the RDMA failure behind it as `cause`.
+import { constants } from 'node:os';
+import { ConnectionError } from '../api/cm-event.js';
+import { RdmaError } from '../api/errors.js';
+import { WorkCompletionError } from '../api/work-completion.js';
+
+/** A socket or server error shaped like node:net's (err.code 'ECONNREFUSED', err.syscall 'connect', …). */
+export class RdmaNetError extends Error {
+  override name = 'Error';
+  readonly code: string;
+  readonly errno: number | undefined;
+  readonly syscall: string;
+  readonly address: string | undefined;
+  readonly port: number | undefined;
+
+  constructor(syscall: string, code: string, detail: { address?: string | undefined; port?: number | undefined; cause?: unknown; message?: string }) {
+    const where = detail.address !== undefined ? ` ${detail.address}${detail.port !== undefined ? `:${detail.port}` : ''}` : '';
+    super(`${syscall} ${code}${where}${detail.message ? ` (${detail.message})` : ''}`, { cause: detail.cause });
+    this.code = code;
+    const errno = (constants.errno as Record<string, number | undefined>)[code];
+    this.errno = errno === undefined ? undefined : -errno;
+    this.syscall = syscall;
+    this.address = detail.address;
+    this.port = detail.port;
+  }
+}
+
+/** Node's ERR_* errors (ERR_SOCKET_CLOSED, ERR_SERVER_NOT_RUNNING, ERR_INVALID_ARG_VALUE, …): a code and a message. */
+export class RdmaNetCodeError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.code = code;
+    this.name = 'Error';
+  }
+}
+
+/** What a connection failure means in node:net's terms. */
+export function connectFailure(error: unknown, address: string, port: number): Error {
+  return new RdmaNetError('connect', netCodeOf(error, 'ECONNREFUSED'), { address, port, cause: error });
+}
+
+/** The node:net code for an RDMA failure; `fallback` when nothing closer fits. */
+export function netCodeOf(error: unknown, fallback: string): string {
+  if (error instanceof ConnectionError) {
+    if (error.event === 'REJECTED') return 'ECONNREFUSED';
+    if (error.event === 'UNREACHABLE') return error.errno === 110 ? 'ETIMEDOUT' : 'EHOSTUNREACH';
+    if (error.event === 'ADDR_ERROR' || error.event === 'ROUTE_ERROR') return error.errno === 110 ? 'ETIMEDOUT' : 'EHOSTUNREACH';
+    if (error.event === 'DISCONNECTED') return 'ECONNRESET';
+    if (error.event === 'DEVICE_REMOVAL') return 'ENETDOWN';
+    return fallback;
+  }
+  if (error instanceof WorkCompletionError) return 'ECONNRESET';
+  if (error instanceof RdmaError) return error.code;
+  return fallback;
+}

@@ -1,0 +1,211 @@
+// The options of rdmacm/net, validated with zod before anything native, and
+// node:net's argument overloads normalised in one place. node:net options that
+// mean nothing over RDMA are refused by name, never silently ignored.
+import { isIP } from 'node:net';
+import { z } from 'zod';
+import { RdmaArgumentError } from '../api/errors.js';
+import { DEFAULTS } from './wire.js';
+
+/** RDMA-specific sizes of one connection; the defaults are rsockets' own. */
+export interface RdmaSocketSizes {
+  /**
+   * Bytes of the receive ring the peer writes into (offered in halves).
+   * @defaultValue 131072 (rsockets' default; rstream uses 1 MiB)
+   */
+  readonly recvBufferSize?: number;
+  /**
+   * Bytes of the registered send buffer that write() copies into.
+   * @defaultValue 131072
+   */
+  readonly sendBufferSize?: number;
+  /**
+   * Send queue depth (clamped to 16–65534 and the device's limit).
+   * @defaultValue 384
+   */
+  readonly sendQueueDepth?: number;
+  /**
+   * Receive queue depth: also the credits (messages) offered to the peer.
+   * @defaultValue 384
+   */
+  readonly recvQueueDepth?: number;
+  /**
+   * Bytes sent inline (copied into the work request) up to this size.
+   * @defaultValue 64
+   */
+  readonly inlineSize?: number;
+  /**
+   * Iomap entries the peer may write (riostream asks for 1).
+   * @defaultValue 0
+   */
+  readonly iomapEntries?: number;
+}
+
+const power2Size = (min: number, max: number) =>
+  z.number().int().min(min).max(max).refine((n) => (n & (n - 1)) === 0 || n % 4096 === 0, 'a power of two or a multiple of 4096');
+
+export const sizesSchema = z.strictObject({
+  recvBufferSize: power2Size(4096, 1 << 30).default(DEFAULTS.recvBufferSize),
+  sendBufferSize: power2Size(4096, 1 << 30).default(DEFAULTS.sendBufferSize),
+  sendQueueDepth: z.number().int().min(DEFAULTS.minQueueDepth).max(DEFAULTS.maxQueueDepth).default(DEFAULTS.sendQueueDepth),
+  recvQueueDepth: z.number().int().min(DEFAULTS.minQueueDepth).max(DEFAULTS.maxQueueDepth).default(DEFAULTS.recvQueueDepth),
+  inlineSize: z.number().int().min(0).max(1024).default(DEFAULTS.inlineSize),
+  iomapEntries: z.number().int().min(0).max(0x7f00).default(DEFAULTS.iomapEntries),
+}) satisfies z.ZodType<Required<RdmaSocketSizes>, RdmaSocketSizes>;
+export type ResolvedSizes = z.output<typeof sizesSchema>;
+
+const port = z.number().int().min(0).max(65535, 'a port is 0–65535');
+const timeoutMs = z.number().int().min(0).max(2 ** 31 - 1);
+const host = z.string().min(1).max(255);
+
+/** node:net options with no meaning over RDMA, and why. */
+const REFUSED: Record<string, string> = {
+  fd: 'an RDMA socket has no file descriptor to adopt',
+  path: 'IPC paths are not RDMA: use host and port',
+  lookup: 'a custom lookup is not supported: pass a numeric host, or a name the system resolver knows',
+  onread: 'onread is not supported: read with data events or for await',
+  autoSelectFamily: 'autoSelectFamily is not supported: rdma_cm connects to the first address',
+  autoSelectFamilyAttemptTimeout: 'autoSelectFamily is not supported',
+  hints: 'lookup hints are not supported',
+  exclusive: 'cluster mode is not supported',
+  ipv6Only: 'ipv6Only is not supported yet',
+  reusePort: 'reusePort is not supported by rdma_cm',
+  readableAll: 'IPC permissions do not apply',
+  writableAll: 'IPC permissions do not apply',
+  blockList: 'blockList is not supported yet',
+};
+
+/** Refuses the node:net options that do not apply, naming each. */
+function refuseUnsupported(operation: string, options: object): void {
+  const issues = Object.keys(options)
+    .filter((key) => key in REFUSED && (options as Record<string, unknown>)[key] !== undefined)
+    .map((key) => ({ path: `options.${key}`, rule: REFUSED[key]! }));
+  if (issues.length > 0) throw new RdmaArgumentError(operation, issues);
+}
+
+/** What connect() and createConnection() take. */
+export interface RdmaConnectOptions {
+  /** The peer's port (rdma_cm's TCP port space: rsockets' tools use 7471 and 7427). */
+  readonly port: number;
+  /** @defaultValue 'localhost' (which no RDMA device serves: give the peer's address) */
+  readonly host?: string;
+  /** The local address to connect from (its RDMA device is used). */
+  readonly localAddress?: string;
+  /** @defaultValue 0 (any family); 4 or 6 restricts name resolution */
+  readonly family?: 0 | 4 | 6;
+  /** Idle timeout in ms, as setTimeout(). @defaultValue 0 (none) */
+  readonly timeout?: number;
+  /** Bound on address and route resolution and the connection handshake, in ms. @defaultValue 10000 */
+  readonly connectTimeout?: number;
+  /** @defaultValue false: the socket ends its writable side when the peer ends */
+  readonly allowHalfOpen?: boolean;
+  readonly signal?: AbortSignal;
+  /** Accepted for node:net compatibility; rsockets sends at once anyway. @defaultValue true */
+  readonly noDelay?: boolean;
+  /** @defaultValue false */
+  readonly keepAlive?: boolean;
+  /** ms between keepalive probes. @defaultValue 0 (7200 s, as TCP's default) */
+  readonly keepAliveInitialDelay?: number;
+  /** Stream highWaterMark (both sides), in bytes. @defaultValue Node's default */
+  readonly highWaterMark?: number;
+  readonly rdma?: RdmaSocketSizes;
+}
+
+export const connectSchema = z.strictObject({
+  port,
+  host: host.default('localhost'),
+  localAddress: z.string().refine((a) => isIP(a) !== 0, 'a numeric IP address').optional(),
+  localPort: port.optional(),
+  family: z.union([z.literal(0), z.literal(4), z.literal(6)]).default(0),
+  timeout: timeoutMs.default(0),
+  connectTimeout: timeoutMs.min(1).default(10_000),
+  allowHalfOpen: z.boolean().default(false),
+  signal: z.instanceof(AbortSignal).optional(),
+  noDelay: z.boolean().default(true),
+  keepAlive: z.boolean().default(false),
+  keepAliveInitialDelay: timeoutMs.default(0),
+  highWaterMark: z.number().int().min(1).optional(),
+  rdma: sizesSchema.default(sizesSchema.parse({})),
+}) satisfies z.ZodType<unknown, RdmaConnectOptions>;
+export type ResolvedConnect = z.output<typeof connectSchema>;
+
+/** What createServer() takes. */
+export interface RdmaServerOptions {
+  /** @defaultValue false */
+  readonly allowHalfOpen?: boolean;
+  /** Accepted sockets start paused. @defaultValue false */
+  readonly pauseOnConnect?: boolean;
+  /** @defaultValue true */
+  readonly noDelay?: boolean;
+  /** @defaultValue false */
+  readonly keepAlive?: boolean;
+  /** @defaultValue 0 */
+  readonly keepAliveInitialDelay?: number;
+  readonly highWaterMark?: number;
+  /** Sizes of every accepted connection. */
+  readonly rdma?: RdmaSocketSizes;
+}
+
+export const serverSchema = z.strictObject({
+  allowHalfOpen: z.boolean().default(false),
+  pauseOnConnect: z.boolean().default(false),
+  noDelay: z.boolean().default(true),
+  keepAlive: z.boolean().default(false),
+  keepAliveInitialDelay: timeoutMs.default(0),
+  highWaterMark: z.number().int().min(1).optional(),
+  rdma: sizesSchema.default(sizesSchema.parse({})),
+}) satisfies z.ZodType<unknown, RdmaServerOptions>;
+export type ResolvedServer = z.output<typeof serverSchema>;
+
+/** What listen() takes. */
+export interface RdmaListenOptions {
+  /** @defaultValue 0 (rdma_cm picks one) */
+  readonly port?: number;
+  /** @defaultValue '0.0.0.0' (every RDMA device's IPv4 addresses) */
+  readonly host?: string;
+  /** @defaultValue 511, as node:net */
+  readonly backlog?: number;
+  readonly signal?: AbortSignal;
+}
+
+export const listenSchema = z.strictObject({
+  port: port.default(0),
+  host: host.default('0.0.0.0'),
+  backlog: z.number().int().min(0).max(0x7fffffff).default(511),
+  signal: z.instanceof(AbortSignal).optional(),
+}) satisfies z.ZodType<unknown, RdmaListenOptions>;
+export type ResolvedListen = z.output<typeof listenSchema>;
+
+export function parseOptions<S extends z.ZodType>(operation: string, schema: S, options: unknown): z.output<S> {
+  if (options !== null && typeof options === 'object') refuseUnsupported(operation, options);
+  const result = schema.safeParse(options);
+  if (!result.success) throw RdmaArgumentError.fromZod(operation, 'options', result.error);
+  return result.data;
+}
+
+type Callback = (...args: never[]) => void;
+
+/** connect()'s overloads, node:net's way: (options[, cb]) or (port[, host][, cb]). */
+export function normalizeConnectArgs(args: readonly unknown[]): { options: ResolvedConnect; callback: Callback | undefined } {
+  const callback = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as Callback) : undefined;
+  const rest = callback ? args.slice(0, -1) : args;
+  let raw: unknown = rest[0];
+  if (typeof raw === 'number' || typeof raw === 'string') {
+    const portNumber = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
+    raw = { port: portNumber, ...(typeof rest[1] === 'string' ? { host: rest[1] } : {}) };
+  }
+  return { options: parseOptions('connect', connectSchema, raw), callback };
+}
+
+/** listen()'s overloads: (options[, cb]), (port[, host][, backlog][, cb]), () with cb. */
+export function normalizeListenArgs(args: readonly unknown[]): { options: ResolvedListen; callback: Callback | undefined } {
+  const callback = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as Callback) : undefined;
+  const rest = callback ? args.slice(0, -1) : args;
+  let raw: unknown = rest[0] ?? {};
+  if (typeof raw === 'number' || typeof raw === 'string' || raw === null) {
+    const portNumber = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw ?? 0;
+    const hostArg = typeof rest[1] === 'string' ? rest[1] : undefined;
+    const backlogArg = typeof rest[1] === 'number' ? rest[1] : typeof rest[2] === 'number' ? rest[2] : undefined;
+    raw = { port: portNumber, ...(hostArg ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) };
+  }
+  return { options: parseOptions('listen', listenSchema, raw), callback };
+}

@@ -1,0 +1,232 @@
+// RdmaServer: node:net's Server over rdma_cm. It listens in the TCP port
+// space (where rsockets' tools connect), checks each request's rsockets
+// connection data, builds the connection's memory and queues before it
+// accepts (as rsockets does), and hands out an RdmaSocket per connection.
+import { Buffer } from 'node:buffer';
+import { EventEmitter } from 'node:events';
+import process from 'node:process';
+import { createId, type CmId } from '../api/cm-id.js';
+import type { EventConnParam } from '../api/cm-event.js';
+import { ResourceClosedError } from '../api/errors.js';
+import { ChannelHold } from './shared-channel.js';
+import { RdmaSocket, attachAcceptedSocket } from './socket.js';
+import { StreamConnection } from './stream-connection.js';
+import { decodeConnData, type ConnData } from './wire.js';
+import { RdmaNetCodeError, RdmaNetError } from './errors.js';
+import {
+  normalizeListenArgs, parseOptions, serverSchema, type RdmaListenOptions, type RdmaServerOptions, type ResolvedListen, type ResolvedServer,
+} from './options.js';
+
+/** What a 'drop' event says: a connection refused (maxConnections reached, or not rsockets). */
+export interface DropInfo {
+  readonly localAddress: string | undefined;
+  readonly localPort: number | undefined;
+  readonly remoteAddress: string | undefined;
+  readonly remotePort: number | undefined;
+  readonly remoteFamily: string | undefined;
+  /** Why, when it was not maxConnections: e.g. an RdmaProtocolError for a peer that is not rsockets. */
+  readonly error?: Error;
+}
+
+export class RdmaServer extends EventEmitter {
+  /** Connections beyond this are rejected (and 'drop' is emitted). */
+  maxConnections: number | undefined;
+  readonly #options: ResolvedServer;
+  #hold: ChannelHold | undefined;
+  #listener: CmId | undefined;
+  readonly #connections = new Set<RdmaSocket>();
+  #address: { address: string; family: string; port: number } | undefined;
+  #closing = false;
+  #keepProcessAlive = true;
+
+  constructor(options?: RdmaServerOptions | ((socket: RdmaSocket) => void), connectionListener?: (socket: RdmaSocket) => void) {
+    super();
+    const listener = typeof options === 'function' ? options : connectionListener;
+    this.#options = parseOptions('createServer', serverSchema, typeof options === 'function' || options === undefined ? {} : options);
+    if (listener) this.on('connection', listener);
+  }
+
+  /** Whether the server is listening. */
+  get listening(): boolean {
+    return this.#address !== undefined && !this.#closing;
+  }
+
+  /** listen(options[, cb]), listen(port[, host][, backlog][, cb]), as node:net's. 'listening' follows, or 'error'. */
+  listen(options: RdmaListenOptions, listeningListener?: () => void): this;
+  listen(port?: number, host?: string, backlog?: number, listeningListener?: () => void): this;
+  listen(port: number, host: string, listeningListener?: () => void): this;
+  listen(port: number, listeningListener?: () => void): this;
+  listen(listeningListener?: () => void): this;
+  listen(...args: unknown[]): this {
+    const { options, callback } = normalizeListenArgs(args);
+    if (this.#listener) throw new RdmaNetCodeError('ERR_SERVER_ALREADY_LISTEN', 'listen() was called more than once: close() first');
+    if (callback) this.once('listening', callback as () => void);
+    this.#closing = false;
+    this.#listen(options);
+    return this;
+  }
+
+  #listen(o: ResolvedListen): void {
+    const hold = (this.#hold = new ChannelHold());
+    hold.setKeepAlive(this.#keepProcessAlive);
+    let listener: CmId | undefined;
+    try {
+      listener = createId(hold.channel, { portSpace: 'TCP' });
+      listener.bindAddr({ address: o.host, port: o.port });
+      listener.listen(o.backlog);
+    } catch (error) {
+      listener?.close();
+      hold.release();
+      this.#hold = undefined;
+      const code = (error as { code?: string }).code ?? 'EADDRNOTAVAIL';
+      process.nextTick(() => this.emit('error', new RdmaNetError('listen', code, { address: o.host, port: o.port, cause: error })));
+      return;
+    }
+    this.#listener = listener;
+    const local = listener.localAddress;
+    this.#address = { address: local?.address ?? o.host, family: local?.family ?? 'IPv4', port: listener.localPort };
+    if (o.signal) {
+      if (o.signal.aborted) process.nextTick(() => this.close());
+      else o.signal.addEventListener('abort', () => this.close(), { once: true });
+    }
+    process.nextTick(() => this.emit('listening'));
+    void this.#acceptLoop(listener);
+  }
+
+  async #acceptLoop(listener: CmId): Promise<void> {
+    for (;;) {
+      let request: CmId;
+      try {
+        request = await listener.nextRequest();
+      } catch (error) {
+        if (error instanceof ResourceClosedError || listener.closed) return;
+        this.emit('error', new RdmaNetError('accept', (error as { code?: string }).code ?? 'EIO', { cause: error }));
+        return;
+      }
+      void this.#accept(request);
+    }
+  }
+
+  async #accept(request: CmId): Promise<void> {
+    const remote = request.peerAddress;
+    const local = request.localAddress;
+    const remotePort = request.peerPort;
+    const drop = (error?: Error) => {
+      try {
+        request.reject();
+      } catch {
+        // the peer may be gone already
+      }
+      request.close();
+      this.emit('drop', {
+        localAddress: local?.address, localPort: local?.port, remoteAddress: remote?.address, remotePort, remoteFamily: remote?.family,
+        ...(error ? { error } : {}),
+      } satisfies DropInfo);
+    };
+    if (this.maxConnections !== undefined && this.#connections.size >= this.maxConnections) return drop();
+    let peer: ConnData;
+    try {
+      // rsockets rejects a request whose data is not its own with no private data; so does this.
+      peer = decodeConnData((request.request as EventConnParam | undefined)?.privateData ?? Buffer.alloc(0));
+    } catch (error) {
+      return drop(error as Error);
+    }
+    const o = this.#options;
+    const socket = new RdmaSocket({ allowHalfOpen: o.allowHalfOpen, ...(o.highWaterMark ? { highWaterMark: o.highWaterMark } : {}) });
+    let conn: StreamConnection | undefined;
+    try {
+      conn = new StreamConnection(request, o.rdma, socket);
+      // As rsockets: echo the request's parameters, with this side's connection data.
+      const r = request.request as EventConnParam;
+      await request.accept({
+        privateData: conn.connData(), responderResources: r.responderResources, initiatorDepth: r.initiatorDepth,
+        flowControl: r.flowControl, retryCount: r.retryCount, rnrRetryCount: r.rnrRetryCount,
+      });
+    } catch (error) {
+      try {
+        if (conn) conn.release();
+        else request.close();
+      } catch {
+        // already gone with the peer
+      }
+      socket.destroy();
+      if (!this.#closing) this.emit('drop', { localAddress: local?.address, localPort: local?.port, remoteAddress: remote?.address, remotePort, remoteFamily: remote?.family, error: error as Error } satisfies DropInfo);
+      return;
+    }
+    attachAcceptedSocket(socket, new ChannelHold(), request, conn, peer);
+    if (!this.#keepProcessAlive) socket.unref();
+    this.#connections.add(socket);
+    socket.once('close', () => {
+      this.#connections.delete(socket);
+      this.#maybeEmitClose();
+    });
+    if (o.noDelay) socket.setNoDelay(true);
+    if (o.keepAlive) socket.setKeepAlive(true, o.keepAliveInitialDelay);
+    if (o.pauseOnConnect) socket.pause();
+    this.emit('connection', socket);
+  }
+
+  /** The listening address: { address, family, port } (port chosen by rdma_cm for port 0); null when not listening. */
+  address(): { address: string; family: string; port: number } | null {
+    return this.#address && !this.#closing ? { ...this.#address } : null;
+  }
+
+  /** node:net's getConnections(cb). */
+  getConnections(callback: (error: Error | null, count: number) => void): this {
+    const count = this.#connections.size;
+    process.nextTick(() => callback(null, count));
+    return this;
+  }
+
+  /**
+   * Stops accepting; 'close' follows once every connection has ended (as
+   * node:net's). `callback` gets ERR_SERVER_NOT_RUNNING if it was not listening.
+   */
+  close(callback?: (error?: Error) => void): this {
+    if (!this.#listener || this.#closing) {
+      if (callback) process.nextTick(() => callback(new RdmaNetCodeError('ERR_SERVER_NOT_RUNNING', 'Server is not running.')));
+      return this;
+    }
+    this.#closing = true;
+    if (callback) this.once('close', () => callback());
+    const listener = this.#listener;
+    try {
+      listener.close();
+    } finally {
+      this.#hold?.release();
+      this.#hold = undefined;
+    }
+    this.#maybeEmitClose();
+    return this;
+  }
+
+  #maybeEmitClose(): void {
+    if (!this.#closing || this.#connections.size > 0 || !this.#listener) return;
+    this.#listener = undefined;
+    this.#address = undefined;
+    process.nextTick(() => this.emit('close'));
+  }
+
+  ref(): this {
+    this.#keepProcessAlive = true;
+    this.#hold?.setKeepAlive(true);
+    return this;
+  }
+
+  unref(): this {
+    this.#keepProcessAlive = false;
+    this.#hold?.setKeepAlive(false);
+    return this;
+  }
+
+  /** `await using server = …`: closes it and waits for 'close'. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (!this.#listener) return;
+    await new Promise<void>((resolve) => this.close(() => resolve()));
+  }
+}
+
+/** node:net's createServer([options][, connectionListener]). */
+export function createServer(options?: RdmaServerOptions | ((socket: RdmaSocket) => void), connectionListener?: (socket: RdmaSocket) => void): RdmaServer {
+  return new RdmaServer(options, connectionListener);
+}

@@ -1,0 +1,465 @@
+// RdmaSocket: a node:net-shaped stream.Duplex over one rsockets connection.
+// _read pulls bytes out of the receive ring (returning space and credits to
+// the peer as it goes), _write copies into the registered send buffer, _final
+// sends rsockets' SHUTDOWN, _destroy its DISCONNECT. Everything the socket
+// reports (connecting, pending, readyState) is derived from the stream's and
+// the connection's state.
+import { Buffer } from 'node:buffer';
+import process from 'node:process';
+import { Duplex } from 'node:stream';
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { createId, type CmId } from '../api/cm-id.js';
+import type { SocketAddress } from '../api/socket-address.js';
+import { ChannelHold } from './shared-channel.js';
+import { StreamConnection, type StreamEvents } from './stream-connection.js';
+import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
+import { RdmaNetCodeError, RdmaNetError, connectFailure } from './errors.js';
+import {
+  normalizeConnectArgs, parseOptions, sizesSchema, type RdmaConnectOptions, type RdmaSocketSizes, type ResolvedConnect, type ResolvedSizes,
+} from './options.js';
+import { z } from 'zod';
+
+/** Bytes handed to 'data' at most per chunk. */
+const READ_CHUNK = 64 * 1024;
+/** rsockets' (and TCP's) keepalive period when none is given: 7200 s. */
+const DEFAULT_KEEPALIVE_MS = 7_200_000;
+
+/** What `new RdmaSocket()` takes. */
+export interface RdmaSocketOptions {
+  /** @defaultValue false */
+  readonly allowHalfOpen?: boolean;
+  readonly highWaterMark?: number;
+  /** Aborting destroys the socket with an AbortError. */
+  readonly signal?: AbortSignal;
+  readonly rdma?: RdmaSocketSizes;
+}
+
+const socketSchema = z.strictObject({
+  allowHalfOpen: z.boolean().default(false),
+  highWaterMark: z.number().int().min(1).optional(),
+  signal: z.instanceof(AbortSignal).optional(),
+  rdma: sizesSchema.optional(),
+});
+
+/** Writes waiting for staging room: the chunks, where in them, and the stream's callback. */
+interface PendingWrite {
+  readonly chunks: readonly Uint8Array[];
+  index: number;
+  offset: number;
+  readonly callback: (error?: Error | null) => void;
+}
+
+/** Node's AbortError shape: name AbortError, code ABORT_ERR, the signal's reason as cause. */
+function abortError(signal: AbortSignal): Error {
+  const error = new Error('The operation was aborted', { cause: signal.reason }) as Error & { code: string };
+  error.name = 'AbortError';
+  error.code = 'ABORT_ERR';
+  return error;
+}
+
+/** Set by RdmaSocket's static block: only this module reaches a socket's private state. */
+let attachAccepted: (socket: RdmaSocket, hold: ChannelHold, id: CmId, conn: StreamConnection, peer: ConnData) => void;
+
+export class RdmaSocket extends Duplex implements StreamEvents {
+  #sizes: ResolvedSizes | undefined;
+  #hold: ChannelHold | undefined;
+  #id: CmId | undefined;
+  #conn: StreamConnection | undefined;
+  #connecting = false;
+  #wantsRead = false;
+  #eofPushed = false;
+  #pendingWrite: PendingWrite | undefined;
+  #pendingFinal: ((error?: Error | null) => void) | undefined;
+  #reset = false;
+  #keepProcessAlive = true;
+  #keepaliveMs: number | undefined;
+  #idleMs = 0;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #remote: SocketAddress | undefined;
+  #local: SocketAddress | undefined;
+  #bytesRead = 0;
+  #bytesWritten = 0;
+  /** node:net's noDelay: rsockets posts each write at once, so it is kept only to report. */
+  noDelay = true;
+
+  constructor(options: RdmaSocketOptions = {}) {
+    const o = parseOptions('RdmaSocket', socketSchema, options);
+    super({ allowHalfOpen: o.allowHalfOpen, ...(o.highWaterMark ? { highWaterMark: o.highWaterMark } : {}) });
+    this.#sizes = o.rdma;
+    if (o.signal) this.#watchSignal(o.signal);
+  }
+
+  #watchSignal(signal: AbortSignal): void {
+    if (signal.aborted) {
+      process.nextTick(() => this.destroy(abortError(signal)));
+      return;
+    }
+    const onAbort = () => this.destroy(abortError(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.once('close', () => signal.removeEventListener('abort', onAbort));
+  }
+
+  // ---- node:net's state ------------------------------------------------------
+
+  /** True from connect() until 'connect' (or failure). */
+  get connecting(): boolean {
+    return this.#connecting;
+  }
+
+  /** True until the socket is connected. */
+  get pending(): boolean {
+    return this.#conn === undefined || this.#connecting;
+  }
+
+  get readyState(): 'opening' | 'open' | 'readOnly' | 'writeOnly' | 'closed' {
+    if (this.#connecting) return 'opening';
+    if (this.readable && this.writable) return 'open';
+    if (this.readable) return 'readOnly';
+    if (this.writable) return 'writeOnly';
+    return 'closed';
+  }
+
+  get bytesRead(): number {
+    return this.#conn?.bytesRead ?? this.#bytesRead;
+  }
+
+  /** Bytes handed to the device (posted), as node:net counts what reached the kernel. */
+  get bytesWritten(): number {
+    return this.#conn?.bytesWritten ?? this.#bytesWritten;
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.#remote?.address;
+  }
+  get remotePort(): number | undefined {
+    return this.#remote?.port;
+  }
+  get remoteFamily(): string | undefined {
+    return this.#remote?.family;
+  }
+  get localAddress(): string | undefined {
+    return this.#local?.address;
+  }
+  get localPort(): number | undefined {
+    return this.#local?.port;
+  }
+  get localFamily(): string | undefined {
+    return this.#local?.family;
+  }
+
+  /** The local end, as node:net's socket.address(): {} before the connection. */
+  address(): { address: string; family: string; port: number } | Record<string, never> {
+    return this.#local ? { address: this.#local.address, family: this.#local.family, port: this.#local.port } : {};
+  }
+
+  /** The idle timeout set by setTimeout() or the `timeout` option, in ms (0: none). */
+  get timeout(): number {
+    return this.#idleMs;
+  }
+
+  /** The RDMA sizes of this connection (the defaults until it connects). */
+  get rdma(): ResolvedSizes {
+    return this.#conn?.sizes ?? this.#sizes ?? sizesSchema.parse({});
+  }
+
+  // ---- connecting --------------------------------------------------------------
+
+  /** connect(options[, listener]) or connect(port[, host][, listener]), as node:net's. */
+  connect(options: RdmaConnectOptions, connectListener?: () => void): this;
+  connect(port: number, host?: string, connectListener?: () => void): this;
+  connect(port: number, connectListener?: () => void): this;
+  connect(...args: unknown[]): this {
+    const { options, callback } = normalizeConnectArgs(args);
+    if (this.#connecting || this.#conn) throw new RdmaNetCodeError('ERR_SOCKET_CONNECTING', 'the socket is already connecting or connected');
+    if (this.destroyed) throw new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket is closed');
+    if (callback) this.once('connect', callback as () => void);
+    if (options.signal) this.#watchSignal(options.signal);
+    this.#sizes = options.rdma;
+    if (options.timeout > 0) this.setTimeout(options.timeout);
+    if (options.keepAlive) this.#keepaliveMs = options.keepAliveInitialDelay || DEFAULT_KEEPALIVE_MS;
+    this.noDelay = options.noDelay;
+    this.#connecting = true;
+    void this.#connect(options);
+    return this;
+  }
+
+  async #connect(o: ResolvedConnect): Promise<void> {
+    let address = o.host;
+    try {
+      if (isIP(address) === 0) address = (await lookup(o.host, { family: o.family })).address;
+      if (this.destroyed) return;
+      const hold = (this.#hold = new ChannelHold());
+      hold.setKeepAlive(this.#keepProcessAlive);
+      const id = (this.#id = createId(hold.channel, { portSpace: 'TCP' }));
+      const wait = { timeoutMs: o.connectTimeout, ...(o.signal ? { signal: o.signal } : {}) };
+      const source = o.localAddress ? { source: { address: o.localAddress, port: o.localPort ?? 0 } } : {};
+      await id.resolveAddr({ address, port: o.port }, { ...wait, ...source });
+      await id.resolveRoute(wait);
+      if (this.destroyed) return;
+      const conn = new StreamConnection(id, o.rdma, this);
+      this.#conn = conn;
+      // rsockets' active side: flow control, retries forever on RNR, no RDMA reads.
+      const established = await id.connect(
+        { privateData: conn.connData(), responderResources: 0, initiatorDepth: 0, flowControl: 1, retryCount: 7, rnrRetryCount: 7 }, wait,
+      );
+      if (this.destroyed) return;
+      this.#start(conn, decodeConnData(established.privateData));
+      this.#connecting = false;
+      this.emit('connect');
+      this.emit('ready');
+    } catch (error) {
+      this.#connecting = false;
+      if (this.destroyed) return;
+      this.destroy(error instanceof ProtocolError ? error : connectFailure(error, address, o.port));
+    }
+  }
+
+  static {
+    attachAccepted = (socket, hold, id, conn, peer) => {
+      socket.#hold = hold;
+      socket.#id = id;
+      socket.#conn = conn;
+      socket.#start(conn, peer);
+    };
+  }
+
+  #start(conn: StreamConnection, peer: ConnData): void {
+    const id = this.#id!;
+    this.#remote = id.peerAddress && { ...id.peerAddress, port: id.peerPort };
+    this.#local = id.localAddress && { ...id.localAddress, port: id.localPort };
+    conn.setKeepProcessAlive(this.#keepProcessAlive);
+    conn.start(peer);
+    if (this.#keepaliveMs !== undefined) conn.setKeepalive(this.#keepaliveMs);
+    id.waitForDisconnect().then(() => conn.peerDisconnected(), () => undefined);
+    this.#refreshIdle();
+    if (this.#wantsRead) this.#pull();
+    this.#continueWrite();
+  }
+
+  // ---- StreamEvents --------------------------------------------------------------
+
+  onReadable(): void {
+    if (this.#wantsRead) this.#pull();
+  }
+
+  onWritable(): void {
+    this.#continueWrite();
+  }
+
+  onFailure(error: Error): void {
+    this.destroy(error instanceof ProtocolError ? error : new RdmaNetError('read', (error as { code?: string }).code ?? 'ECONNRESET', {
+      address: this.#remote?.address, port: this.#remote?.port, cause: error,
+    }));
+  }
+
+  // ---- the stream ------------------------------------------------------------------
+
+  override _read(): void {
+    this.#wantsRead = true;
+    this.#pull();
+  }
+
+  #pull(): void {
+    const conn = this.#conn;
+    if (!conn || this.#connecting || this.#eofPushed) return;
+    while (this.#wantsRead) {
+      const chunk = conn.read(READ_CHUNK);
+      if (!chunk) {
+        if (conn.readEnded) {
+          this.#wantsRead = false;
+          this.#eofPushed = true;
+          this.push(null);
+        }
+        return;
+      }
+      this.#refreshIdle();
+      if (!this.push(chunk)) this.#wantsRead = false;
+    }
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.#pendingWrite = { chunks: [chunk], index: 0, offset: 0, callback };
+    this.#continueWrite();
+  }
+
+  override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
+    this.#pendingWrite = { chunks: chunks.map((c) => c.chunk), index: 0, offset: 0, callback };
+    this.#continueWrite();
+  }
+
+  /** Copies the pending write into the staging ring as room allows; its callback runs when all of it is in. */
+  #continueWrite(): void {
+    const pending = this.#pendingWrite;
+    const conn = this.#conn;
+    if (pending && conn && !this.#connecting) {
+      if (!conn.writable) {
+        this.#pendingWrite = undefined;
+        pending.callback(new RdmaNetError('write', 'EPIPE', { address: this.#remote?.address, port: this.#remote?.port, message: 'the peer ended the connection' }));
+        return;
+      }
+      while (pending.index < pending.chunks.length) {
+        const chunk = pending.chunks[pending.index]!;
+        pending.offset += conn.write(chunk, pending.offset);
+        if (pending.offset < chunk.byteLength) return;
+        pending.index++;
+        pending.offset = 0;
+      }
+      this.#pendingWrite = undefined;
+      this.#refreshIdle();
+      pending.callback();
+    }
+    if (!this.#pendingWrite && this.#pendingFinal && conn && !this.#connecting) {
+      const final = this.#pendingFinal;
+      this.#pendingFinal = undefined;
+      conn.end().then(() => final(), final);
+    }
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    if (!this.#conn && !this.#connecting) return callback();
+    this.#pendingFinal = callback;
+    this.#continueWrite();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    clearTimeout(this.#idleTimer);
+    this.#connecting = false;
+    const conn = this.#conn;
+    const finish = () => {
+      this.#bytesRead = conn?.bytesRead ?? 0;
+      this.#bytesWritten = conn?.bytesWritten ?? 0;
+      this.#conn = undefined;
+      try {
+        if (!conn) this.#id?.close();
+      } catch {
+        // closing a half-made id: nothing more to release
+      }
+      this.#hold?.release();
+      this.#hold = undefined;
+      callback(error);
+    };
+    if (!conn || conn.released) return finish();
+    if (error || this.#reset) {
+      try {
+        conn.release();
+      } catch {
+        // the release error is secondary to the one being reported
+      }
+      return finish();
+    }
+    conn.close().then(finish, (closeError: Error) => {
+      error ??= closeError;
+      finish();
+    });
+  }
+
+  // ---- node:net's methods ----------------------------------------------------------
+
+  /** Ends the writing side, then destroys once everything is written. */
+  destroySoon(): void {
+    if (this.writable) this.end();
+    if (this.writableFinished) this.destroy();
+    else this.once('finish', () => this.destroy());
+  }
+
+  /** Destroys at once without rsockets' DISCONNECT: the peer sees the connection reset. */
+  resetAndDestroy(): this {
+    this.#reset = true;
+    return this.destroy();
+  }
+
+  /** Emits 'timeout' after `ms` without reads or writes (0 turns it off); the socket stays open. */
+  setTimeout(ms: number, callback?: () => void): this {
+    const timeout = parseOptions('setTimeout', z.number().int().min(0).max(2 ** 31 - 1), ms);
+    this.#idleMs = timeout;
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+    if (callback) {
+      if (timeout === 0) this.removeListener('timeout', callback);
+      else this.once('timeout', callback);
+    }
+    this.#refreshIdle();
+    return this;
+  }
+
+  #refreshIdle(): void {
+    if (this.#idleMs === 0 || this.destroyed) return;
+    if (this.#idleTimer) this.#idleTimer.refresh();
+    else {
+      this.#idleTimer = setTimeout(() => {
+        this.#idleTimer = undefined;
+        this.emit('timeout');
+      }, this.#idleMs);
+      this.#idleTimer.unref();
+    }
+  }
+
+  /** Kept for node:net compatibility: writes go out at once anyway (rsockets has no Nagle). */
+  setNoDelay(noDelay = true): this {
+    this.noDelay = noDelay;
+    return this;
+  }
+
+  /**
+   * Keepalive: a zero-length RDMA write every `initialDelay` ms (7200 s when 0),
+   * as rsockets' SO_KEEPALIVE; a dead peer then fails the socket with ECONNRESET.
+   */
+  setKeepAlive(enable = false, initialDelay = 0): this {
+    const delay = parseOptions('setKeepAlive', z.number().int().min(0).max(2 ** 31 - 1), initialDelay);
+    this.#keepaliveMs = enable ? delay || DEFAULT_KEEPALIVE_MS : undefined;
+    if (this.#conn && !this.#connecting) this.#conn.setKeepalive(this.#keepaliveMs);
+    return this;
+  }
+
+  /** Whether keepalive is on. */
+  get keepAlive(): boolean {
+    return this.#keepaliveMs !== undefined;
+  }
+
+  ref(): this {
+    this.#setKeepProcessAlive(true);
+    return this;
+  }
+
+  unref(): this {
+    this.#setKeepProcessAlive(false);
+    return this;
+  }
+
+  #setKeepProcessAlive(keepAlive: boolean): void {
+    this.#keepProcessAlive = keepAlive;
+    this.#hold?.setKeepAlive(keepAlive);
+    if (this.#conn && !this.#connecting) this.#conn.setKeepProcessAlive(keepAlive);
+    this.#idleTimer?.unref();
+  }
+
+  /** `await using socket = …`: destroys it and waits for 'close'. */
+  override async [Symbol.asyncDispose](): Promise<void> {
+    if (this.closed) return;
+    const closed = new Promise<void>((resolve) => this.once('close', () => resolve()));
+    this.destroy();
+    await closed;
+  }
+}
+
+/**
+ * For the server: a socket made for an incoming connection (its StreamConnection's
+ * events go to it) takes over that connection once accepted. Not exported by the package.
+ */
+export function attachAcceptedSocket(socket: RdmaSocket, hold: ChannelHold, id: CmId, conn: StreamConnection, peer: ConnData): void {
+  attachAccepted(socket, hold, id, conn, peer);
+}
+
+/** node:net's connect()/createConnection(): a new socket, connecting. */
+export function connect(options: RdmaConnectOptions, connectListener?: () => void): RdmaSocket;
+export function connect(port: number, host?: string, connectListener?: () => void): RdmaSocket;
+export function connect(port: number, connectListener?: () => void): RdmaSocket;
+export function connect(...args: unknown[]): RdmaSocket {
+  const { options } = normalizeConnectArgs(args);
+  const socket = new RdmaSocket({
+    allowHalfOpen: options.allowHalfOpen,
+    ...(options.highWaterMark ? { highWaterMark: options.highWaterMark } : {}),
+  });
+  return (socket.connect as (...a: unknown[]) => RdmaSocket)(...args);
+}

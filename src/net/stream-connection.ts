@@ -1,0 +1,637 @@
+// One rsockets stream connection over an RC queue pair: the memory the peer
+// writes into, the credits and buffer space each side returns, and the
+// control messages (rsocket.c's state machine, in its wire format, not its
+// code shape). It is driven by the event loop: completions arrive in batches
+// through a CQ listener, and the socket above pulls bytes and pushes writes.
+//
+// Memory, in a protection domain of this connection's own (so a peer reaches
+// no other connection's memory, whatever address and key it learns):
+//   ring    the receive ring the peer RDMA-writes data into, offered in halves
+//   target  the 2-entry target SGL (+ iomap table) the peer writes offers into
+//   staging the send buffer write() copies into, then 4 control slots
+//   sink    4 bytes for receive requests (write-with-imm consumes a receive
+//           without writing to it)
+import { Buffer } from 'node:buffer';
+import type { CmId } from '../api/cm-id.js';
+import type { CompletionListener, CompletionQueue } from '../api/completion-queue.js';
+import type { MemoryRegion } from '../api/memory-region.js';
+import type { ProtectionDomain } from '../api/protection-domain.js';
+import type { QueuePair } from '../api/queue-pair.js';
+import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work-request.js';
+import { WcOpcode, WcStatus } from '../api/enums.js';
+import {
+  CONN_FLAG_IOMAP, CONN_FLAG_NET, Ctrl, DEFAULTS, HOST_IS_BIG_ENDIAN, Op, ProtocolError, SGE_SIZE, TARGET_SGL_ENTRIES,
+  encodeConnData, immediate, immediateOp, immediateValue,
+  readSgeAddress, readSgeKey, readSgeLength, writeSge, type ConnData,
+} from './wire.js';
+import type { ResolvedSizes } from './options.js';
+
+/** What the connection tells its socket. */
+export interface StreamEvents {
+  /** Bytes arrived for read(), or the peer ended (see peerEnded). */
+  onReadable(): void;
+  /** Staging room or credits came back: more can be written. */
+  onWritable(): void;
+  /** The connection failed (protocol error, lost peer); it has released its memory. */
+  onFailure(error: Error): void;
+}
+
+const RECV_OPCODE_BIT = WcOpcode.values.RECV;
+const RECV_WITH_IMM = WcOpcode.values.RECV_RDMA_WITH_IMM;
+const FLUSHED = WcStatus.values.WR_FLUSH_ERR;
+const REPOST_BATCH = 16;
+/** Send queue bookkeeping: what a send completion returns. Data sends return staging bytes (≥ 0). */
+const CONTROL = -1;
+
+export class StreamConnection implements CompletionListener {
+  readonly sizes: ResolvedSizes;
+  readonly #id: CmId;
+  readonly #events: StreamEvents;
+  readonly #pd: ProtectionDomain;
+  readonly #cq: CompletionQueue;
+  readonly #qp: QueuePair;
+  readonly #ring: MemoryRegion;
+  readonly #target: MemoryRegion;
+  readonly #targetView: DataView;
+  readonly #staging: MemoryRegion;
+  readonly #stagingView: DataView;
+  readonly #sendBytes: number;
+  readonly #recvDepth: number;
+  readonly #half: number;
+  readonly #inline: number;
+  // Prepared once; each post patches range, remote address and immediate.
+  readonly #dataWrite: PreparedSend;
+  readonly #dataWriteInline: PreparedSend | undefined;
+  readonly #sglWrite: PreparedSend;
+  readonly #controlWrite: PreparedSend;
+  readonly #keepaliveWrite: PreparedSend;
+  readonly #recv: PreparedRecv;
+  readonly #recvBatch: PreparedRecvChain;
+
+  // The peer, from its connection data.
+  #peerBigEndian = false;
+  #remoteSglAddress = 0;
+  #remoteSglKey = 0;
+  #remoteSglEntries = TARGET_SGL_ENTRIES;
+  /** Next slot of the peer's target SGL this side writes an offer into (rsockets starts at 1). */
+  #remoteSge = 1;
+
+  // Sending.
+  #sendQueueFree: number;
+  #controlFree: number = DEFAULTS.controlSlots;
+  #nextControlSlot = 0;
+  /** What each posted send returns at its completion, oldest first (they complete in order). */
+  readonly #inFlight: Int32Array;
+  #inFlightHead = 0;
+  #inFlightCount = 0;
+  /** Staging ring positions, as running byte counts: copied in, posted, completed. */
+  #staged = 0;
+  #posted = 0;
+  #completed = 0;
+  #sendSeq = 0;
+  /** The peer's credit limit (a 16-bit sequence number). */
+  #sendSeqLimit = 0;
+  /** Which of this side's target SGL slots the next data goes to. */
+  #targetSge = 0;
+
+  // Receiving.
+  /** Read position in the ring. */
+  #readOffset = 0;
+  /** Where the peer's next message must start (it writes contiguously, half by half). */
+  #arrivalOffset = 0;
+  /** Bytes offered to the peer and not yet written. */
+  #receivable: number;
+  /** Consumed bytes not yet offered again (rsockets' rbuf_bytes_avail). */
+  #freeToOffer: number;
+  #nextOfferOffset: number;
+  /** Lengths of the data messages waiting to be read, oldest first. */
+  readonly #messages: Int32Array;
+  #messagesHead = 0;
+  #messagesCount = 0;
+  #headConsumed = 0;
+  #queuedBytes = 0;
+  #recvSeq = 0;
+  #recvSeqDue: number;
+  #repostsDue = 0;
+
+  // State.
+  #started = false;
+  #failed = false;
+  #released = false;
+  /** How the peer ended its sending: 'shutdown' (half-close) or 'disconnect' (sends nothing more). */
+  #peerEnd: 'shutdown' | 'disconnect' | undefined;
+  /** This side sent SHUTDOWN (writes are over) or DISCONNECT (everything is over). */
+  #localEnd: 'shutdown' | 'disconnect' | undefined;
+  #endSent: (() => void) | undefined;
+  /** The send count at which the end message completes. */
+  #endTicket = Infinity;
+  #sendsPosted = 0;
+  #sendsCompleted = 0;
+  #endQueued: 'shutdown' | 'disconnect' | undefined;
+  #keepaliveTimer: NodeJS.Timeout | undefined;
+  bytesRead = 0;
+  bytesWritten = 0;
+
+  /**
+   * Builds the connection's resources on `id` (resolved, or a request):
+   * its PD, a CQ for both queues, the QP, the memory, and every receive
+   * posted, so the peer may write as soon as it is connected.
+   */
+  constructor(id: CmId, sizes: ResolvedSizes, events: StreamEvents) {
+    this.#id = id;
+    this.sizes = sizes;
+    this.#events = events;
+    const device = id.device;
+    if (!device) throw new Error('the id has no device');
+    const limits = device.limits;
+    const sendDepth = Math.min(sizes.sendQueueDepth, limits.maxQpWr);
+    const recvDepth = Math.min(sizes.recvQueueDepth, limits.maxQpWr);
+    this.#recvDepth = recvDepth;
+    const pd = device.allocPd();
+    let cq: CompletionQueue | undefined;
+    try {
+      cq = device.createCq({ entries: Math.min(sendDepth + recvDepth, limits.maxCqe) });
+      this.#pd = pd;
+      this.#cq = cq;
+      this.#qp = id.createQp({
+        sendWr: sendDepth, recvWr: recvDepth, sendSge: 1, recvSge: 1, inlineData: sizes.inlineSize, sendCq: this.#cq, recvCq: this.#cq,
+      }, this.#pd);
+      this.#inline = this.#qp.caps.maxInlineData;
+      this.#sendBytes = sizes.sendBufferSize;
+      this.#half = sizes.recvBufferSize / 2;
+      this.#ring = this.#pd.allocate(sizes.recvBufferSize, ['LOCAL_WRITE', 'REMOTE_WRITE']);
+      this.#target = this.#pd.allocate(SGE_SIZE * TARGET_SGL_ENTRIES + 24 * sizes.iomapEntries, ['LOCAL_WRITE', 'REMOTE_WRITE']);
+      this.#targetView = new DataView(this.#target.buffer.buffer, this.#target.buffer.byteOffset, this.#target.buffer.byteLength);
+      this.#staging = this.#pd.allocate(this.#sendBytes + SGE_SIZE * DEFAULTS.controlSlots, ['LOCAL_WRITE']);
+      this.#stagingView = new DataView(this.#staging.buffer.buffer, this.#staging.buffer.byteOffset, this.#staging.buffer.byteLength);
+      const sink = this.#pd.allocate(4, ['LOCAL_WRITE']);
+      const nowhere = { address: 0, rkey: 0 };
+      this.#dataWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: 0, length: 0 });
+      this.#dataWriteInline = this.#inline > 0
+        ? this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: 0, length: 0, inline: true })
+        : undefined;
+      this.#sglWrite = this.#qp.prepareSend(this.#staging, {
+        opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: this.#sendBytes, length: SGE_SIZE, inline: this.#inline >= SGE_SIZE,
+      });
+      this.#controlWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: 0, length: 0 });
+      this.#keepaliveWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', remote: nowhere, offset: 0, length: 0 });
+      this.#recv = this.#qp.prepareRecv(sink, { offset: 0, length: 4 });
+      this.#recvBatch = this.#qp.prepareRecvChain(sink, { count: REPOST_BATCH, offset: 0, length: 4, stride: 0 });
+    } catch (error) {
+      pd.close();
+      cq?.close();
+      throw error;
+    }
+    this.#sendQueueFree = sendDepth - DEFAULTS.controlSlots;
+    this.#inFlight = new Int32Array(sendDepth);
+    this.#messages = new Int32Array(recvDepth + 1);
+    this.#receivable = this.#half;
+    this.#freeToOffer = this.#half;
+    this.#nextOfferOffset = this.#half;
+    this.#recvSeqDue = recvDepth >> 1;
+    this.#repostsDue = recvDepth;
+    this.#repost();
+  }
+
+  /** The 40 bytes this side sends in its connect or accept. */
+  connData(): Buffer {
+    return encodeConnData({
+      flags: CONN_FLAG_IOMAP | (HOST_IS_BIG_ENDIAN ? CONN_FLAG_NET : 0),
+      credits: this.#recvDepth,
+      targetIomapSize: this.sizes.iomapEntries,
+      targetSgl: { address: this.#target.address, key: this.#target.rkey, length: TARGET_SGL_ENTRIES },
+      dataBuf: { address: this.#ring.address, key: this.#ring.rkey, length: this.#half },
+    });
+  }
+
+  /** The queue pair, for its number and the id's addresses. */
+  get queuePair(): QueuePair {
+    return this.#qp;
+  }
+
+  /**
+   * Connected: takes the peer's data (its first buffer becomes this side's
+   * first target), starts taking completions and offers the second half of
+   * the ring at once, as an rdma-core sender needs before it can go on.
+   */
+  start(peer: ConnData): void {
+    this.#peerBigEndian = (peer.flags & CONN_FLAG_NET) !== 0;
+    this.#remoteSglAddress = Number(peer.targetSgl.address);
+    this.#remoteSglKey = peer.targetSgl.key;
+    this.#remoteSglEntries = peer.targetSgl.length;
+    this.#sendSeqLimit = peer.credits;
+    writeSge(this.#targetView, 0, Number(peer.dataBuf.address), peer.dataBuf.key, peer.dataBuf.length, HOST_IS_BIG_ENDIAN);
+    this.#started = true;
+    // A receiver that falls behind makes its peer wait this long per RNR NAK (rdma_cm leaves 655 ms).
+    this.#qp.setMinRnrTimer(1);
+    this.#cq.setListener(this);
+    this.#afterCompletions();
+  }
+
+  /** Whether the process is kept alive while this connection waits. */
+  setKeepProcessAlive(keepAlive: boolean): void {
+    if (keepAlive) this.#cq.ref();
+    else this.#cq.unref();
+    this.#keepaliveTimer?.[keepAlive ? 'ref' : 'unref']();
+  }
+
+  // ---- completions -------------------------------------------------------
+
+  /** CompletionListener: one batch of completions. */
+  onCompletions(): number {
+    if (this.#released) return 0;
+    const cq = this.#cq;
+    const count = cq.poll();
+    for (let i = 0; i < count && !this.#failed; i++) {
+      const status = cq.statusAt(i);
+      const opcode = cq.opcodeAt(i);
+      if (opcode & RECV_OPCODE_BIT) this.#received(i, status, opcode);
+      else this.#sendCompleted(status);
+    }
+    if (count > 0 && !this.#failed) this.#afterCompletions();
+    return this.#failed ? 0 : count;
+  }
+
+  onCompletionError(error: unknown): void {
+    this.#fail(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  #received(index: number, status: number, opcode: number): void {
+    if (status !== 0) {
+      // A flushed receive: the queue pair went to error (our close, or a failure seen on the send side).
+      if (status === FLUSHED && (this.#localEnd === 'disconnect' || this.#peerEnd === 'disconnect')) return;
+      return this.#fail(this.#cq.completionAt(index).status === 'WR_FLUSH_ERR' ? lostPeer() : completionFailure(this.#cq, index));
+    }
+    this.#repostsDue++;
+    const imm = this.#cq.immDataAt(index);
+    if (opcode !== RECV_WITH_IMM || imm < 0) return this.#fail(new ProtocolError('the peer sent a message without immediate data (rsockets over IB/RoCE writes with immediate only)'));
+    const value = immediateValue(imm);
+    switch (immediateOp(imm)) {
+      case Op.DATA: return this.#dataArrived(value, this.#cq.byteLenAt(index));
+      case Op.SGL:
+        this.#sendSeqLimit = value & 0xffff;
+        return;
+      case Op.IOMAP_SGL:
+        return; // an iomap entry landed in the table; riowrite reads it when needed
+      case Op.CTRL:
+        if (value === Ctrl.DISCONNECT) this.#peerEnded('disconnect');
+        else if (value === Ctrl.SHUTDOWN) this.#peerEnded(this.#localEnd ? 'disconnect' : 'shutdown');
+        else this.#fail(new ProtocolError(`the peer sent an unknown control message ${value}`));
+        return;
+      default:
+        return this.#fail(new ProtocolError(`the peer sent an unknown operation ${immediateOp(imm)} (immediate 0x${imm.toString(16)})`));
+    }
+  }
+
+  /** A data message landed at the arrival offset: check it stayed in what was offered, and queue it. */
+  #dataArrived(length: number, byteLen: number): void {
+    if (this.#peerEnd === 'disconnect') return this.#fail(new ProtocolError('the peer sent data after its disconnect'));
+    if (length !== byteLen) return this.#fail(new ProtocolError(`a data message says ${length} bytes but wrote ${byteLen}`));
+    const inHalf = this.#arrivalOffset % this.#half;
+    if (length > this.#receivable || inHalf + length > this.#half) {
+      return this.#fail(new ProtocolError(`the peer wrote ${length} bytes where ${Math.min(this.#receivable, this.#half - inHalf)} were offered`));
+    }
+    if (this.#messagesCount === this.#messages.length) return this.#fail(new ProtocolError('the peer sent more messages than it had credits for'));
+    this.#receivable -= length;
+    this.#arrivalOffset = (this.#arrivalOffset + length) % (this.#half * 2);
+    if (length === 0 && this.#messagesCount === 0) {
+      this.#recvSeq = (this.#recvSeq + 1) & 0xffff; // nothing to read: consumed on arrival
+      return;
+    }
+    this.#messages[(this.#messagesHead + this.#messagesCount++) % this.#messages.length] = length;
+    this.#queuedBytes += length;
+  }
+
+  #sendCompleted(status: number): void {
+    if (this.#inFlightCount === 0) return; // a send of a previous life of the queue: nothing to return
+    const returned = this.#inFlight[this.#inFlightHead]!;
+    this.#inFlightHead = (this.#inFlightHead + 1) % this.#inFlight.length;
+    this.#inFlightCount--;
+    if (returned === CONTROL) this.#controlFree++;
+    else {
+      this.#completed += returned;
+      this.#sendQueueFree++;
+    }
+    if (status !== 0) {
+      if (status === FLUSHED && (this.#localEnd === 'disconnect' || this.#peerEnd === 'disconnect')) return;
+      this.#fail(lostPeer(status));
+      return;
+    }
+    if (++this.#sendsCompleted >= this.#endTicket && this.#endSent) {
+      const done = this.#endSent;
+      this.#endSent = undefined;
+      done();
+    }
+  }
+
+  /** After a batch: receives back, queued sends out, credits and space back to the peer, the socket told. */
+  #afterCompletions(): void {
+    this.#repost();
+    this.#flush();
+    this.#giveCredits();
+    if (this.#queuedBytes > 0 || this.#peerEnd) this.#events.onReadable();
+    if (!this.#failed) this.#events.onWritable();
+  }
+
+  #repost(): void {
+    if (this.#released || this.#localEnd === 'disconnect' || this.#peerEnd === 'disconnect') return;
+    while (this.#repostsDue >= REPOST_BATCH) {
+      this.#recvBatch.post();
+      this.#repostsDue -= REPOST_BATCH;
+    }
+    while (this.#repostsDue > 0) {
+      this.#recv.post();
+      this.#repostsDue--;
+    }
+  }
+
+  // ---- reading -------------------------------------------------------------
+
+  /** Bytes waiting to be read. */
+  get readableLength(): number {
+    return this.#queuedBytes;
+  }
+
+  /** Whether the peer has ended and every byte before its end was read. */
+  get readEnded(): boolean {
+    return this.#peerEnd !== undefined && this.#queuedBytes === 0;
+  }
+
+  /**
+   * Copies up to `max` waiting bytes out of the ring (one contiguous run),
+   * and returns their space and credits to the peer; null when none wait.
+   */
+  read(max: number): Buffer | null {
+    if (this.#queuedBytes === 0 || this.#released) return null;
+    const ringSize = this.#half * 2;
+    const length = Math.min(this.#queuedBytes, ringSize - this.#readOffset, max);
+    const chunk = Buffer.allocUnsafe(length);
+    this.#ring.buffer.copy(chunk, 0, this.#readOffset, this.#readOffset + length);
+    this.#readOffset = (this.#readOffset + length) % ringSize;
+    this.#queuedBytes -= length;
+    this.#freeToOffer += length;
+    this.bytesRead += length;
+    this.#consumeMessages(length);
+    this.#giveCredits();
+    return chunk;
+  }
+
+  /** Counts the messages `length` consumed bytes completed (credits count whole messages). */
+  #consumeMessages(length: number): void {
+    let left = length;
+    while (this.#messagesCount > 0) {
+      const head = this.#messages[this.#messagesHead]!;
+      const rest = head - this.#headConsumed;
+      if (rest > left) {
+        this.#headConsumed += left;
+        return;
+      }
+      left -= rest;
+      this.#headConsumed = 0;
+      this.#messagesHead = (this.#messagesHead + 1) % this.#messages.length;
+      this.#messagesCount--;
+      this.#recvSeq = (this.#recvSeq + 1) & 0xffff;
+    }
+  }
+
+  /** rsockets' rs_give_credits: offer a consumed half, or return credits after half the queue's worth of messages. */
+  #giveCredits(): void {
+    while (this.#started && !this.#released && !this.#failed && this.#controlFree > 0 && this.#localEnd !== 'disconnect' && this.#peerEnd !== 'disconnect') {
+      const halfFree = this.#freeToOffer >= this.#half;
+      const creditsDue = ((this.#recvSeq - this.#recvSeqDue) << 16 >> 16) >= 0;
+      if (!halfFree && !creditsDue) return;
+      this.#sendCredits(halfFree);
+    }
+  }
+
+  #sendCredits(offerHalf: boolean): void {
+    this.#recvSeqDue = (this.#recvSeq + (this.#recvDepth >> 1)) & 0xffff;
+    // rsockets sends the untruncated sum; the receiver keeps 16 bits.
+    const imm = immediate(Op.SGL, this.#recvSeq + this.#recvDepth);
+    if (offerHalf) {
+      const slot = this.#sendBytes + SGE_SIZE * this.#nextControlSlot;
+      this.#nextControlSlot = (this.#nextControlSlot + 1) % DEFAULTS.controlSlots;
+      writeSge(this.#stagingView, slot, Number(this.#ring.address) + this.#nextOfferOffset, this.#ring.rkey, this.#half, this.#peerBigEndian);
+      const write = this.#sglWrite;
+      write.setRange(slot, SGE_SIZE);
+      write.setRemote(this.#remoteSglAddress + SGE_SIZE * this.#remoteSge, this.#remoteSglKey);
+      write.setImmediate(imm);
+      this.#postControl(write);
+      this.#freeToOffer -= this.#half;
+      this.#receivable += this.#half;
+      this.#nextOfferOffset = this.#nextOfferOffset === 0 ? this.#half : 0;
+      this.#remoteSge = (this.#remoteSge + 1) % this.#remoteSglEntries;
+    } else {
+      this.#controlWrite.setImmediate(imm);
+      this.#postControl(this.#controlWrite);
+    }
+  }
+
+  #postControl(write: PreparedSend): void {
+    this.#controlFree--;
+    this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = CONTROL;
+    this.#sendsPosted++;
+    write.post();
+  }
+
+  // ---- writing -------------------------------------------------------------
+
+  /** Whether writes may still go out (not ended here, not disconnected by the peer, not failed). */
+  get writable(): boolean {
+    return !this.#localEnd && !this.#endQueued && this.#peerEnd !== 'disconnect' && !this.#failed && !this.#released;
+  }
+
+  /** Staging bytes free for write(). */
+  get writeRoom(): number {
+    return this.#sendBytes - (this.#staged - this.#completed);
+  }
+
+  /**
+   * Copies what fits of `data` (from `offset`) into the staging ring and posts
+   * what credits and the peer's buffer allow; returns how many bytes it took.
+   */
+  write(data: Uint8Array, offset: number): number {
+    if (!this.writable) return 0;
+    const room = this.writeRoom;
+    const length = Math.min(room, data.byteLength - offset);
+    if (length <= 0) return 0;
+    const at = this.#staged % this.#sendBytes;
+    const first = Math.min(length, this.#sendBytes - at);
+    const staging = this.#staging.buffer;
+    staging.set(data.subarray(offset, offset + first), at);
+    if (first < length) staging.set(data.subarray(offset + first, offset + length), 0);
+    this.#staged += length;
+    this.#flush();
+    return length;
+  }
+
+  /** Posts staged bytes into the peer's current buffer while credits, queue entries and buffer last. */
+  #flush(): void {
+    const view = this.#targetView;
+    while (this.#posted < this.#staged && this.#started && !this.#failed && this.#peerEnd !== 'disconnect' && this.#localEnd !== 'disconnect') {
+      if (this.#sendQueueFree === 0 || this.#sendSeq === this.#sendSeqLimit) return;
+      const slot = this.#targetSge * SGE_SIZE;
+      const room = readSgeLength(view, slot, HOST_IS_BIG_ENDIAN);
+      if (room === 0) return;
+      const at = this.#posted % this.#sendBytes;
+      const length = Math.min(this.#staged - this.#posted, this.#sendBytes - at, DEFAULTS.maxTransfer, room);
+      const address = readSgeAddress(view, slot, HOST_IS_BIG_ENDIAN);
+      const key = readSgeKey(view, slot, HOST_IS_BIG_ENDIAN);
+      // Local state first: once the write lands the peer may reuse this slot.
+      writeSge(view, slot, address + length, key, room - length, HOST_IS_BIG_ENDIAN);
+      if (room === length) this.#targetSge = (this.#targetSge + 1) % TARGET_SGL_ENTRIES;
+      this.#sendSeq = (this.#sendSeq + 1) & 0xffff;
+      this.#sendQueueFree--;
+      const write = length <= this.#inline && this.#dataWriteInline ? this.#dataWriteInline : this.#dataWrite;
+      write.setRange(at, length);
+      write.setRemote(address, key);
+      write.setImmediate(immediate(Op.DATA, length));
+      this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = length;
+      this.#sendsPosted++;
+      write.post();
+      this.#posted += length;
+      this.bytesWritten += length;
+    }
+    if (this.#posted === this.#staged && this.#endQueued) this.#sendEnd();
+  }
+
+  /** Bytes copied in and not yet posted. */
+  get unsentBytes(): number {
+    return this.#staged - this.#posted;
+  }
+
+  /**
+   * Ends this side's writing once every staged byte is out: SHUTDOWN while the
+   * peer may still send (half-close), DISCONNECT once both directions are
+   * over. Resolves when the message and everything before it completed.
+   */
+  end(): Promise<void> {
+    if (this.#localEnd || this.#endQueued || this.#failed || this.#released || this.#peerEnd === 'disconnect' || !this.#started) return Promise.resolve();
+    this.#endQueued = this.#peerEnd ? 'disconnect' : 'shutdown';
+    return new Promise((resolve) => {
+      this.#endSent = resolve;
+      this.#flush();
+    });
+  }
+
+  #sendEnd(): void {
+    const kind = this.#endQueued!;
+    if (this.#controlFree === 0) return; // a control completion retries this through #flush
+    this.#endQueued = undefined;
+    this.#localEnd = kind;
+    this.#controlWrite.setImmediate(immediate(Op.CTRL, kind === 'shutdown' ? Ctrl.SHUTDOWN : Ctrl.DISCONNECT));
+    this.#postControl(this.#controlWrite);
+    this.#endTicket = this.#sendsPosted;
+  }
+
+  #peerEnded(kind: 'shutdown' | 'disconnect'): void {
+    if (this.#peerEnd === 'disconnect') return;
+    this.#peerEnd = kind;
+    // Having shut down our side already, SHUTDOWN from the peer ends both directions.
+    if (kind === 'shutdown' && this.#localEnd) this.#peerEnd = 'disconnect';
+    if (this.#peerEnd === 'disconnect') this.#settleEnd();
+  }
+
+  /**
+   * The peer sends and reads nothing more: an end waiting to go out, or for
+   * its completion (which may never come from a peer that destroyed its queue
+   * pair), is over.
+   */
+  #settleEnd(): void {
+    this.#endQueued = undefined;
+    const done = this.#endSent;
+    this.#endSent = undefined;
+    done?.();
+  }
+
+  /** The peer's connection-manager DISCONNECTED: whatever arrived first is taken, then the peer is gone. */
+  peerDisconnected(): void {
+    if (this.#released) return;
+    while (this.onCompletions() > 0);
+    if (this.#failed) return;
+    if (this.#peerEnd === 'disconnect' || this.#localEnd === 'disconnect') return this.#settleEnd();
+    this.#fail(lostPeer());
+  }
+
+  /** Sends a keepalive (an imm-less zero-length write) every `periodMs`; a dead peer then fails the next one. */
+  setKeepalive(periodMs: number | undefined): void {
+    clearInterval(this.#keepaliveTimer);
+    this.#keepaliveTimer = undefined;
+    if (periodMs === undefined) return;
+    this.#keepaliveTimer = setInterval(() => {
+      if (this.#started && !this.#released && !this.#failed && !this.#localEnd && this.#peerEnd !== 'disconnect' && this.#controlFree > 0) {
+        this.#postControl(this.#keepaliveWrite);
+      }
+    }, periodMs);
+  }
+
+  // ---- ending --------------------------------------------------------------
+
+  /**
+   * Closes gracefully: DISCONNECT unless either side already ended
+   * everything, waits (bounded) for it to complete, then releases.
+   */
+  async close(timeoutMs = 2000): Promise<void> {
+    if (this.#released) return;
+    if (this.#started && !this.#failed && this.#localEnd !== 'disconnect' && this.#peerEnd !== 'disconnect') {
+      this.#endQueued = 'disconnect';
+      this.#posted = this.#staged; // unsent bytes are dropped, as a closed socket's are
+      const sent = new Promise<void>((resolve) => {
+        this.#endSent = resolve;
+      });
+      this.#sendEnd();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([sent, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(timer);
+    }
+    this.release();
+  }
+
+  /** Frees everything now (no message to the peer): the queue pair goes, so the peer sees the connection end. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    clearInterval(this.#keepaliveTimer);
+    let firstError: unknown;
+    for (const step of [() => this.#cq.setListener(undefined), () => this.#id.close(), () => this.#cq.close(), () => this.#pd.close()]) {
+      try {
+        step();
+      } catch (error) {
+        firstError ??= error;
+      }
+    }
+    const done = this.#endSent;
+    this.#endSent = undefined;
+    done?.();
+    if (firstError !== undefined) throw firstError;
+  }
+
+  get released(): boolean {
+    return this.#released;
+  }
+
+  #fail(error: Error): void {
+    if (this.#failed || this.#released) return;
+    this.#failed = true;
+    try {
+      this.release();
+    } catch {
+      // the failure itself is what the socket reports
+    }
+    this.#events.onFailure(error);
+  }
+}
+
+/** The peer is gone without a goodbye (a flushed or failed send, a DREQ before DISCONNECT). */
+function lostPeer(status?: number): Error {
+  const error = new Error(status === undefined ? 'the peer went away without a disconnect' : `a send failed: ${WcStatus.nameOf(status)}`) as Error & { code: string };
+  error.code = 'ECONNRESET';
+  return error;
+}
+
+function completionFailure(cq: CompletionQueue, index: number): Error {
+  const completion = cq.completionAt(index);
+  const error = new Error(`a receive failed: ${completion.status} (${completion.statusText})`) as Error & { code: string };
+  error.code = 'ECONNRESET';
+  return error;
+}
