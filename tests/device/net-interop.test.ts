@@ -1,0 +1,131 @@
+// rdmacm/net against rdma-core's own rsocket tools, both ways: rstream's
+// custom runs (-S -C -I, verified with -T v on both sides) as latency and
+// bandwidth tests at 64 B, 4 KiB and 1 MiB, and rcopy with the file's sha256
+// compared. Counts are small: the guest is emulated.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, createServer, type RdmaSocket } from '../../src/net/index.js';
+import { deviceAddress, freshPort } from '../support/device.js';
+import { start, type Finished } from '../support/processes.js';
+import { rstreamExchange } from '../support/rstream-peer.js';
+import { rcopyClient, rcopyServe } from '../support/rcopy-peer.js';
+
+/** rstream's custom runs: latency (count 1) and bandwidth (iterations 1) at each size. */
+const PLANS = [
+  { name: '64 B latency', size: 64, count: 1, iterations: 500 },
+  { name: '64 B bandwidth', size: 64, count: 500, iterations: 1 },
+  { name: '4 KiB latency', size: 4096, count: 1, iterations: 200 },
+  { name: '4 KiB bandwidth', size: 4096, count: 200, iterations: 1 },
+  { name: '1 MiB latency', size: 1 << 20, count: 1, iterations: 4 },
+  { name: '1 MiB bandwidth', size: 1 << 20, count: 4, iterations: 1 },
+];
+
+const rstreamArgs = (plan: (typeof PLANS)[number]) => ['-S', String(plan.size), '-C', String(plan.count), '-I', String(plan.iterations), '-T', 'b', '-T', 'v'];
+
+/** rstream exited 0 and printed its 'custom' row, with no verification failure. */
+function checkRstream(result: Finished): void {
+  const context = `exit ${result.code}\n${result.stdout}\n${result.stderr}`;
+  assert.equal(result.code, 0, context);
+  assert.doesNotMatch(result.stdout, /verification failed/, context);
+  assert.match(result.stdout, /^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s\s+[\d.]+\s+[\d.]+$/m, context);
+}
+
+/** Connects, retrying while the peer tool is still starting (bounded). */
+async function connectWhenListening(port: number): Promise<RdmaSocket> {
+  for (let attempt = 0; ; attempt++) {
+    const socket = connect({ port, host: deviceAddress() });
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    // Plain listeners: events.once('connect') would reject at the 'error' event itself.
+    const outcome = await new Promise<'connected' | (Error & { code: string })>((resolve) => {
+      socket.once('connect', () => resolve('connected'));
+      socket.once('error', (error: Error & { code: string }) => resolve(error));
+    });
+    if (typeof outcome === 'string') return socket;
+    await closed;
+    if (outcome.code !== 'ECONNREFUSED' || attempt >= 40) throw outcome;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+for (const plan of PLANS) {
+  test(`rstream client → TypeScript server: ${plan.name}`, { timeout: 180_000 }, async () => {
+    const server = createServer();
+    const served = new Promise<void>((resolve, reject) => {
+      server.once('connection', (socket) => {
+        rstreamExchange(socket, 'server', plan).then(() => socket.end(), reject);
+        socket.on('error', reject);
+        socket.on('close', () => resolve());
+      });
+    });
+    server.listen(0, deviceAddress());
+    await once(server, 'listening');
+    try {
+      const tool = start('rstream', ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
+      const [result] = await Promise.all([tool.finished, served]);
+      checkRstream(result);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  test(`TypeScript client → rstream server: ${plan.name}`, { timeout: 180_000 }, async () => {
+    const port = freshPort();
+    const tool = start('rstream', ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
+    try {
+      const socket = await connectWhenListening(port);
+      await rstreamExchange(socket, 'client', plan);
+      socket.end();
+      await once(socket, 'close');
+      checkRstream(await tool.finished);
+    } finally {
+      tool.kill();
+    }
+  });
+}
+
+test('rcopy client → TypeScript server: the file arrives whole (sha256)', { timeout: 180_000 }, async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'rdmacm-rcopy-'));
+  try {
+    const source = join(folder, 'source.bin');
+    const destination = join(folder, 'copy.bin');
+    const payload = randomBytes(3 << 20);
+    writeFileSync(source, payload);
+    const server = createServer((socket) => void rcopyServe(socket));
+    server.listen(0, deviceAddress());
+    await once(server, 'listening');
+    try {
+      const tool = start('rcopy', [source, `${deviceAddress()}:${destination}`, '-p', String(server.address()!.port)]);
+      const result = await tool.finished;
+      assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+      assert.match(result.stdout, /done/);
+      assert.equal(createHash('sha256').update(readFileSync(destination)).digest('hex'), createHash('sha256').update(payload).digest('hex'));
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+test('TypeScript client → rcopy server: the file arrives whole (sha256)', { timeout: 180_000 }, async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'rdmacm-rcopy-'));
+  const port = freshPort();
+  const tool = start('rcopy', ['-p', String(port)]);
+  try {
+    const destination = join(folder, 'copy.bin');
+    const payload = randomBytes(3 << 20);
+    const socket = await connectWhenListening(port);
+    await rcopyClient(socket, destination, payload);
+    socket.end();
+    await once(socket, 'close');
+    assert.equal(createHash('sha256').update(readFileSync(destination)).digest('hex'), createHash('sha256').update(payload).digest('hex'));
+  } finally {
+    tool.kill();
+    rmSync(folder, { recursive: true, force: true });
+  }
+});

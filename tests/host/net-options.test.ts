@@ -1,0 +1,54 @@
+// rdmacm/net's options: node:net's overloads normalised in one place, and
+// every bad or meaningless option refused before anything native runs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { normalizeConnectArgs, normalizeListenArgs } from '../../src/net/options.js';
+import { RdmaArgumentError, createServer } from '../../src/index.js';
+
+test('connect() overloads: (port, host, cb), (port, cb), (options, cb)', () => {
+  const cb = () => undefined;
+  const positional = normalizeConnectArgs([7471, '10.0.0.2', cb]);
+  assert.equal(positional.options.port, 7471);
+  assert.equal(positional.options.host, '10.0.0.2');
+  assert.equal(positional.callback, cb);
+  assert.equal(normalizeConnectArgs([7471, cb]).options.host, 'localhost');
+  const fromOptions = normalizeConnectArgs([{ port: 7471, host: 'peer', rdma: { recvBufferSize: 1 << 20 } }]);
+  assert.equal(fromOptions.options.rdma.recvBufferSize, 1 << 20);
+  assert.equal(fromOptions.options.rdma.sendBufferSize, 131072, 'rsockets\' default');
+  assert.equal(fromOptions.options.rdma.recvQueueDepth, 384);
+  assert.equal(fromOptions.options.rdma.inlineSize, 64);
+});
+
+test('listen() overloads: (port, host, backlog, cb), (port, cb), (options), ()', () => {
+  const cb = () => undefined;
+  assert.deepEqual(normalizeListenArgs([7471, '10.0.0.1', 16, cb]).options, { port: 7471, host: '10.0.0.1', backlog: 16 });
+  assert.deepEqual(normalizeListenArgs([7471, cb]).options, { port: 7471, host: '0.0.0.0', backlog: 511 });
+  assert.deepEqual(normalizeListenArgs([{ port: 1, backlog: 2 }]).options, { port: 1, host: '0.0.0.0', backlog: 2 });
+  assert.equal(normalizeListenArgs([cb]).callback, cb);
+});
+
+test('bad and meaningless options are refused with the parameter named', () => {
+  const cases: [unknown[], string][] = [
+    [[{ port: 70000, host: 'a' }], 'options.port'],
+    [[{ port: -1 }], 'options.port'],
+    [[{ port: 1.5 }], 'options.port'],
+    [[{ port: '7471x' }], 'options.port'],
+    [[{ port: 1, path: '/tmp/socket' }], 'options.path'],
+    [[{ port: 1, fd: 3 }], 'options.fd'],
+    [[{ port: 1, lookup: () => undefined }], 'options.lookup'],
+    [[{ port: 1, rdma: { recvBufferSize: 1000 } }], 'options.rdma.recvBufferSize'],
+    [[{ port: 1, rdma: { sendQueueDepth: 8 } }], 'options.rdma.sendQueueDepth'],
+    [[{ port: 1, rdma: { bogus: 1 } }], 'options.rdma'],
+    [[{ port: 1, family: 5 }], 'options.family'],
+    [[{ port: 1, localAddress: 'not-an-ip' }], 'options.localAddress'],
+  ];
+  for (const [args, path] of cases) {
+    assert.throws(() => normalizeConnectArgs(args), (error: unknown) => {
+      assert.ok(error instanceof RdmaArgumentError, String(error));
+      assert.ok(error.issues.some((issue) => issue.path.startsWith(path)), `${JSON.stringify(error.issues)} names ${path}`);
+      return true;
+    });
+  }
+  assert.throws(() => normalizeListenArgs([{ port: 1, exclusive: true }]), /cluster mode is not supported/);
+  assert.throws(() => createServer({ rdma: { inlineSize: -1 } }), RdmaArgumentError);
+});
