@@ -12,7 +12,8 @@
 #                  1: one guest; rxe0 sits on veth0 (10.77.0.1/24), whose peer
 #                     veth1 has 10.77.0.2/24. RDMACM_TEST_ADDR=10.77.0.1.
 #                  2: two guests, each with a virtio-net NIC; the NICs are joined
-#                     by a QEMU socket netdev on 127.0.0.1, so RoCEv2 packets
+#                     by QEMU socket netdevs over UDP on 127.0.0.1 (one datagram
+#                     per frame, a free port per guest), so RoCEv2 packets
 #                     really cross a link. rxe0 sits on eth0; addresses
 #                     10.78.0.1 (host0) and 10.78.0.2 (host1). COMMAND runs on
 #                     both guests; output lines are prefixed "[host0] "/"[host1] ".
@@ -486,6 +487,17 @@ EOF_STAGE2
 # ---------------------------------------------------------------- run
 q9p() { printf '%s' "${1//,/,,}"; }   # escape commas for QEMU options
 
+# Prints a random UDP port on 127.0.0.1 that nothing is bound to, other than the given ones.
+free_udp_port() {
+  local port taken
+  for _ in $(seq 1 50); do
+    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    for taken in "$@"; do [ "$port" = "$taken" ] && continue 2; done
+    if ! ss -Huln "sport = :$port" 2>/dev/null | grep -q .; then echo "$port"; return 0; fi
+  done
+  die $EXIT_VM "no free UDP port found for the VM link"
+}
+
 TMP=
 PIDS=()
 HELPERS=()
@@ -553,14 +565,16 @@ main() {
   local addrs=() i
   if [ "$HOSTS" = 1 ]; then addrs=(10.77.0.1); else addrs=(10.78.0.1 10.78.0.2); fi
 
-  local port=
+  # The link is one UDP socket per guest, each sending to the other's port: a
+  # datagram link, with no Nagle. (A TCP socket netdev left Nagle on at its
+  # listening end, so a RoCE responder's ACK-then-reply pair waited for the
+  # peer's delayed ACK: ~25 ms per round trip.)
+  local ports=()
   if [ "$HOSTS" = 2 ]; then
-    for _ in $(seq 1 50); do
-      port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-      if ! ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then break; fi
-      port=
-    done
-    [ -n "$port" ] || die $EXIT_VM "no free TCP port found for the VM link"
+    local port0 port1
+    port0=$(free_udp_port) || exit $EXIT_VM
+    port1=$(free_udp_port "$port0") || exit $EXIT_VM
+    ports=("$port0" "$port1")
   fi
 
   local loglevel=0
@@ -607,9 +621,9 @@ main() {
     if [ "$HOSTS" = 1 ]; then
       args+=(-nic none)
     else
-      local sock
-      if [ "$i" = 0 ]; then sock=listen=127.0.0.1:$port; else sock=connect=127.0.0.1:$port; fi
-      args+=(-netdev "socket,id=n0,$sock" -device "virtio-net-pci,netdev=n0,mac=52:54:00:4d:00:0$((i + 1))")
+      local own=${ports[$i]} peer=${ports[$((1 - i))]}
+      args+=(-netdev "socket,id=n0,udp=127.0.0.1:$peer,localaddr=127.0.0.1:$own"
+        -device "virtio-net-pci,netdev=n0,mac=52:54:00:4d:00:0$((i + 1))")
     fi
 
     mkfifo "$TMP/err$i"
@@ -638,18 +652,18 @@ main() {
       "$qemu" "${args[@]}" </dev/null >/dev/null 2>"$TMP/qemu$i.log" &
     fi
     PIDS+=($!)
-    if [ "$HOSTS" = 2 ] && [ "$i" = 0 ]; then
-      # host1 connects to host0's listening socket: wait until it listens
+    if [ "$HOSTS" = 2 ]; then
+      # QEMU exits ("can't bind") if its port was taken since free_udp_port looked: report it here
       local ok=0
       for _ in $(seq 1 200); do
-        if ss -Htln "sport = :$port" 2>/dev/null | grep -q .; then ok=1; break; fi
-        kill -0 "${PIDS[0]}" 2>/dev/null || break
+        if ss -Hulnp "sport = :${ports[$i]}" 2>/dev/null | grep -q "pid=${PIDS[$i]},"; then ok=1; break; fi
+        kill -0 "${PIDS[$i]}" 2>/dev/null || break
         sleep 0.05
       done
       if [ "$ok" = 0 ]; then
-        cat "$TMP/qemu0.log" >&2 || true
+        cat "$TMP/qemu$i.log" >&2 || true
         cleanup; trap - INT TERM HUP EXIT
-        die $EXIT_VM "QEMU for host0 did not start listening on 127.0.0.1:$port"
+        die $EXIT_VM "QEMU for host$i did not bind its link socket 127.0.0.1:${ports[$i]}/udp"
       fi
     fi
   done

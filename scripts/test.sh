@@ -10,7 +10,8 @@
 #         one node process, since start-up is slow in the emulated guest.
 # With CI=true the device tier must really run: a skipped device test fails it.
 # In the VM the tier also boots two guests joined by a virtual link for the
-# loss and link-flap tests (tests/twohost); a host's own device has no peer.
+# round-trip, loss and link-flap tests (tests/twohost); a host's own device has
+# no peer.
 set -euo pipefail
 
 # Everything is in functions, read whole before anything runs: editing this
@@ -57,7 +58,7 @@ main() {
       if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
       tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- node dist/tests/device/run.js || status=1
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
-        echo "== device tier, two hosts (packet loss and a link flap between two soft-RoCE VMs)"
+        echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
       fi
     fi

@@ -1,12 +1,14 @@
-// Faults on a real link: two guests (scripts/rxe-vm.sh --hosts 2), host 0 the
-// server, host 1 the client, RoCE v2 crossing a virtual wire between them.
-// With 5 % and 20 % packet loss (tc netem) every RC message must arrive intact
-// and in order; with the link taken down and up mid-transfer, both sides must
-// resume or end with a typed error, and nothing may hang.
+// A real link: two guests (scripts/rxe-vm.sh --hosts 2), host 0 the server,
+// host 1 the client, RoCE v2 crossing a virtual wire between them. An RDMA
+// round trip must cost about what a TCP one does over the same wire. With 5 %
+// and 20 % packet loss (tc netem) every RC message must arrive intact and in
+// order; with the link taken down and up mid-transfer, both sides must resume
+// or end with a typed error, and nothing may hang.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createId, EventChannel, WorkCompletionError, ConnectionError, RdmaError, type CmId } from '../../src/index.js';
@@ -15,6 +17,7 @@ const hostIndex = Number(process.env.RDMACM_HOST_INDEX);
 const [serverAddress, clientAddress] = (process.env.RDMACM_TEST_ADDRS ?? '').split(' ');
 const shared = process.env.RDMACM_SHARED_DIR ?? '';
 const netdev = process.env.RDMACM_TEST_NETDEV ?? 'eth0';
+const device = process.env.RDMACM_TEST_DEVICE ?? 'rxe0';
 if (!serverAddress || !clientAddress || !shared || Number.isNaN(hostIndex)) {
   console.error('twohost: run through scripts/rxe-vm.sh --hosts 2');
   process.exit(1);
@@ -115,6 +118,72 @@ async function stream(port: number, count: number, scenario: string, during?: { 
     throw error;
   }
 }
+
+const execFileAsync = promisify(execFile);
+
+/** Runs a tool to completion and returns its stdout; a client retries while its server is still starting. */
+async function runTool(args: string[], { attempts = 1, timeoutMs = 240_000 } = {}): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const { stdout } = await execFileAsync(args[0]!, args.slice(1), { timeout: timeoutMs });
+      return stdout;
+    } catch (error) {
+      if (attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+/** ib_send_lat's t_typical (the median half round trip, µs): 5th column of the row under the '#bytes' header. */
+function typicalLatency(output: string): number {
+  const lines = output.split('\n');
+  const header = lines.findIndex((line) => line.includes('#bytes'));
+  const value = Number(lines[header + 1]?.trim().split(/\s+/)[4]);
+  assert.ok(header >= 0 && Number.isFinite(value), `no latency row in ib_send_lat's output:\n${output}`);
+  return value;
+}
+
+/** rstream's usec/xfer (half a round trip with -C 1): the last column of its last line. */
+function rstreamLatency(output: string): number {
+  const value = Number(output.trim().split('\n').at(-1)?.trim().split(/\s+/).at(-1));
+  assert.ok(Number.isFinite(value), `no result in rstream's output:\n${output}`);
+  return value;
+}
+
+// Two bounds, because the guests are emulated (TCG) on a shared machine and every absolute time here
+// follows its load. TCP is rstream's socket mode, which spins on its socket as ib_send_lat spins on its
+// completion queue, so load slows both alike; its figure is a mean, ib_send_lat's a median. 64 B half
+// round trips measured on this machine (load average 4 to 12):
+//   old link, a TCP socket netdev with Nagle at its listening end: ib_send_lat 24.0 to 32.0 ms, TCP 0.8
+//     to 3.5 ms measured just before it, 7.5 to 29 times;
+//   datagram link: ib_send_lat 0.2 to 3.6 ms, TCP 1.0 to 20 ms, 0.07 to 0.9 times;
+//   one guest, both ends on one rxe device: ib_send_lat 18 µs (not measurable inside this run).
+// The old link's stall waited for the peer's delayed ACK (40 ms at least on Linux) and its median never
+// went below 24 ms, so the ceiling catches it even when a loaded machine slows TCP too.
+const RDMA_OVER_TCP_LIMIT = 4;
+const RDMA_CEILING_MICROS = 10_000;
+
+test('an RDMA round trip across the link costs about what a TCP one does', { timeout: 300_000 }, async () => {
+  const pingPong = ['-S', '64', '-C', '1', '-I', '1000'];
+  const latency = ['-R', '-d', device, '-F', '-n', '2000', '-s', '64', '-p', '18520'];
+  if (hostIndex === 0) {
+    const tcp = runTool(['rstream', '-T', 's', '-b', serverAddress!, '-p', '18521', ...pingPong]);
+    setTimeout(() => signal('tcp-listening'), 500);
+    await tcp;
+    const rdma = runTool(['ib_send_lat', ...latency]);
+    setTimeout(() => signal('latency-listening'), 500);
+    console.log(`twohost: ib_send_lat server: ${typicalLatency(await rdma)} µs`);
+  } else {
+    await meet('tcp-listening');
+    const tcpMicros = rstreamLatency(await runTool(['rstream', '-T', 's', '-s', serverAddress!, '-p', '18521', ...pingPong], { attempts: 10 }));
+    await meet('latency-listening');
+    const rdmaMicros = typicalLatency(await runTool(['ib_send_lat', ...latency, serverAddress!], { attempts: 10 }));
+    const ratio = rdmaMicros / tcpMicros;
+    console.log(`twohost: 64 B half round trip: ib_send_lat ${rdmaMicros} µs, TCP ${tcpMicros} µs, ${ratio.toFixed(2)} times`);
+    assert.ok(ratio < RDMA_OVER_TCP_LIMIT, `ib_send_lat ${rdmaMicros} µs is ${ratio.toFixed(1)} times TCP's ${tcpMicros} µs (limit ${RDMA_OVER_TCP_LIMIT})`);
+    assert.ok(rdmaMicros < RDMA_CEILING_MICROS, `ib_send_lat ${rdmaMicros} µs (ceiling ${RDMA_CEILING_MICROS} µs)`);
+  }
+});
 
 const scenarios = [
   { name: 'loss-5', port: 18515, count: 300, loss: 5 },
