@@ -6,13 +6,14 @@
 #   scripts/install-deps.sh [runtime|test]   (default: test)
 #
 # runtime: rdma-core's libraries (librdmacm.so.1, libibverbs.so.1, providers).
-# test:    runtime + the C headers and gcc for the layout test, and rdma-core's
-#          tools used as peers (rdma_server/rdma_client, rping, perftest).
+# test:    runtime + the C headers and gcc for the layout test, musl-gcc for the
+#          musl tests (Debian), and rdma-core's tools used as peers
+#          (rdma_server/rdma_client, rping, perftest).
 set -euo pipefail
 
 profile=${1:-test}
 debian_runtime=(librdmacm1 libibverbs1 ibverbs-providers)
-debian_test=("${debian_runtime[@]}" librdmacm-dev libibverbs-dev gcc libc6-dev rdmacm-utils ibverbs-utils perftest iproute2)
+debian_test=("${debian_runtime[@]}" librdmacm-dev libibverbs-dev gcc libc6-dev musl-tools rdmacm-utils ibverbs-utils perftest iproute2)
 fedora_runtime=(librdmacm libibverbs)
 fedora_test=("${fedora_runtime[@]}" rdma-core-devel gcc librdmacm-utils libibverbs-utils perftest iproute)
 

@@ -91,18 +91,25 @@ export class UnsupportedError extends Error {
   }
 }
 
+/** What to install when one of rdma-core's libraries is missing, on each family of distributions. */
+export const RDMA_CORE_ADVICE =
+  'Install rdma-core\'s runtime: Debian/Ubuntu `apt-get install librdmacm1 ibverbs-providers`, ' +
+  'Fedora/RHEL `dnf install librdmacm libibverbs`, Alpine `apk add rdma-core`.';
+
 /** A shared library could not be loaded. */
 export class LibraryLoadError extends Error {
   override name = 'LibraryLoadError';
   readonly code = 'ERR_RDMACM_LIBRARY';
-  constructor(readonly library: string, readonly tried: readonly string[], options: { cause: unknown }) {
+  /** What to do about it: the package to install, or the variable to set. */
+  readonly advice: string;
+  constructor(readonly library: string, readonly tried: readonly string[], options: { cause: unknown; advice?: string }) {
+    const advice = options.advice ?? RDMA_CORE_ADVICE;
     super(
-      `could not load ${library} (tried: ${tried.join(', ')}). ` +
-        'Install rdma-core\'s runtime: Debian/Ubuntu `apt-get install librdmacm1 ibverbs-providers`, ' +
-        'Fedora/RHEL `dnf install librdmacm libibverbs`.' +
+      `could not load ${library} (tried: ${tried.join(', ')}). ${advice}` +
         ` Last error: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`,
-      options,
+      { cause: options.cause },
     );
+    this.advice = advice;
   }
 }
 

@@ -115,10 +115,12 @@ export function paramCType(param: string): string {
 export interface LibraryOptions {
   /** How the library is named in messages, e.g. 'librdmacm'. */
   readonly name: string;
-  /** Runtime sonames to try, in order. */
-  readonly sonames: readonly string[];
+  /** Runtime sonames to try, in order; a function is asked at the first load. */
+  readonly sonames: readonly string[] | (() => readonly string[]);
   /** An environment variable that, when set, names the only file to load. */
   readonly envOverride: string;
+  /** What to do when it cannot be loaded (LibraryLoadError's default: install rdma-core). */
+  readonly advice?: () => string;
 }
 
 /** Bind a function table to a lazily loaded library. */
@@ -128,7 +130,8 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
   const open = () => {
     if (handle) return handle;
     const override = process.env[options.envOverride];
-    const candidates = override ? [override] : [...options.sonames];
+    const sonames = typeof options.sonames === 'function' ? options.sonames() : options.sonames;
+    const candidates = override ? [override] : [...sonames];
     let lastError: unknown;
     for (const candidate of candidates) {
       try {
@@ -139,7 +142,7 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
       }
     }
     const tried = override ? [`${override} (from ${options.envOverride})`] : candidates;
-    throw new LibraryLoadError(options.name, tried, { cause: lastError });
+    throw new LibraryLoadError(options.name, tried, { cause: lastError, advice: options.advice?.() });
   };
 
   const bind = (name: string, spec: FunctionSpec): (...args: unknown[]) => unknown => {

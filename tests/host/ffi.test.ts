@@ -187,6 +187,7 @@ for (const [variable, library] of [['RDMACM_LIBRDMACM', 'librdmacm'], ['RDMACM_L
     assert.match(error.message, new RegExp(`could not load ${library} \\(tried: /nonexistent/lib\\.so\\.1 \\(from ${variable}\\)\\)`));
     assert.match(error.message, /apt-get install librdmacm1 ibverbs-providers/);
     assert.match(error.message, /dnf install librdmacm libibverbs/);
+    assert.match(error.message, /apk add rdma-core/);
   });
 }
 
