@@ -14,7 +14,7 @@ export interface CLibrary {
 }
 
 /** The file of each line of a /proc/<pid>/maps text that maps one (names may hold spaces). */
-function mappedFiles(maps: string): string[] {
+export function mappedFiles(maps: string): string[] {
   const files: string[] = [];
   for (const line of maps.split('\n')) {
     const at = line.indexOf(' /');

@@ -19,7 +19,7 @@
 import process from 'node:process';
 import koffi from 'koffi';
 import { libc } from './libc.js';
-import { LibraryLoadError } from './errors.js';
+import { LibraryLoadError } from './load-errors.js';
 import type { Address, Pointer } from './library.js';
 
 /** A native function called again and again with the same (or nearly the same) three arguments. */

@@ -5,7 +5,7 @@
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libc } from './libc.js';
-import { LibraryLoadError } from './errors.js';
+import { LibraryLoadError } from './load-errors.js';
 import type { Pointer } from './library.js';
 
 type Memcpy = (destination: Uint8Array, address: Pointer, length: number) => unknown;
