@@ -11,7 +11,8 @@ import type { Pointer } from '../ffi/library.js';
  * pthread_mutex_t and pthread_cond_t: opaque, sized and aligned. glibc's mutex
  * is 40 bytes on x86-64 and 48 on aarch64 (__SIZEOF_PTHREAD_MUTEX_T); musl's
  * is ten ints wherever a long is 64 bits (40 bytes on both). The condition
- * variable is 48 bytes in each. The layout test checks them against the headers.
+ * variable is 48 bytes in each. The layout tests check them against the headers
+ * on x86-64 (glibc and musl) and aarch64 (glibc); aarch64 with musl is unchecked.
  */
 const pthread_mutex_t = koffi.array('uint64_t', process.arch === 'arm64' && runningCLibrary().family !== 'musl' ? 6 : 5);
 const pthread_cond_t = koffi.array('uint64_t', 6);
