@@ -9,4 +9,5 @@ export * from './ffi/inline-verbs.js';
 export { fixedCall, boundCallsUnavailable, type FixedCall } from './ffi/bound-call.js';
 export { defineLibrary, koffiType, readPointer, readPointerArray, toAddress, type Address, type Pointer, type PointerArg, type FunctionSpec, type BoundLibrary } from './ffi/library.js';
 export { RdmaError, UnsupportedError, LibraryLoadError, checkRdma, checkVerbs, checkPointer, errnoName } from './ffi/errors.js';
+export { diagnoseRdmaStack, type Diagnosis, type MissingPiece } from './ffi/diagnosis.js';
 export * as structs from './structs/index.js';

@@ -654,7 +654,7 @@ export class CmId extends Resource implements EventTarget {
     const { sendOnly, ...waiting } = issueOptions(operation, joinSchema, options);
     const address = encodeSocketAddress(g.address, 0);
     if (sendOnly) {
-      if (!librdmacm.has('rdma_join_multicast_ex')) throw new UnsupportedError('a send-only multicast join', 'by the installed librdmacm (it needs RDMACM_1.1)');
+      if (!librdmacm.has('rdma_join_multicast_ex')) throw librdmacm.unsupported('rdma_join_multicast_ex', 'a send-only multicast join');
       const attr = Buffer.alloc(rdma_cm_join_mc_attr_ex.size);
       koffi.encode(attr, rdma_cm_join_mc_attr_ex, { comp_mask: 0b11, join_flags: 1 /* SENDONLY_FULLMEMBER */, addr: koffi.address(address) });
       checkRdma(operation, librdmacm.rdma_join_multicast_ex(this.handle, attr, null));

@@ -8,6 +8,8 @@ import { librdmacm } from '../ffi/librdmacm.js';
 import { checkVerbs, RdmaError } from '../ffi/errors.js';
 import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
 import * as structs from '../structs/index.js';
+import { diagnoseRdmaStack } from '../ffi/diagnosis.js';
+import { noDeviceFound } from '../package-info.js';
 
 /** A value none of the tables below knows, kept with its number. */
 export type Unknown = `unknown (${number})`;
@@ -356,6 +358,15 @@ function describeDevice(devicePointer: Pointer, netdevs: Map<number, string>): D
   } finally {
     libibverbs.ibv_close_device(context);
   }
+}
+
+/**
+ * Why no device was found, for a message: what is missing (the device, a
+ * kernel module, a device node, or libibverbs' provider) and how to add it.
+ */
+export function noDeviceFoundReason(): string {
+  const diagnosis = diagnoseRdmaStack();
+  return !diagnosis || diagnosis.missing === 'rdma-device' ? noDeviceFound() : `no RDMA device found: ${diagnosis.advice}`;
 }
 
 /**

@@ -7,7 +7,7 @@ import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { parseCommandArgs, usageError } from './arguments.js';
-import { listDevices } from '../api/devices.js';
+import { listDevices, noDeviceFoundReason } from '../api/devices.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { ConnectionError } from '../api/cm-event.js';
 import { EventChannel } from '../api/event-channel.js';
@@ -17,7 +17,6 @@ import {
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from './bench-loops.js';
-import { noDeviceFound } from '../package-info.js';
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench';
 
@@ -231,7 +230,7 @@ export async function runBench(argv: string[]): Promise<number> {
     return 1;
   }
   if (deviceCount === 0) {
-    process.stderr.write(`rdmacm: ${noDeviceFound()}\n`);
+    process.stderr.write(`rdmacm: ${noDeviceFoundReason()}\n`);
     return 2;
   }
 

@@ -2,8 +2,7 @@
 // (-v) or JSON (--json).
 import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
-import { listDevices, type DeviceInfo, type PortInfo } from '../api/devices.js';
-import { noDeviceFound } from '../package-info.js';
+import { listDevices, noDeviceFoundReason, type DeviceInfo, type PortInfo } from '../api/devices.js';
 
 export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for details, --json)';
 
@@ -124,7 +123,7 @@ export async function runDevices(argv: string[]): Promise<number> {
     return 1;
   }
   if (devices.length === 0) {
-    process.stderr.write(`rdmacm: ${noDeviceFound()}\n`);
+    process.stderr.write(`rdmacm: ${noDeviceFoundReason()}\n`);
     return 2;
   }
   if (values.json) process.stdout.write(JSON.stringify(devices, null, 2) + '\n');

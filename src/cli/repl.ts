@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { parseCommandArgs } from './arguments.js';
 import * as api from '../index.js';
 import type { DeviceInfo } from '../index.js';
-import { noDeviceFound, packageVersion } from '../package-info.js';
+import { packageVersion } from '../package-info.js';
+import { noDeviceFoundReason } from '../api/devices.js';
 
 export const replSummary = 'an interactive REPL with the whole API preloaded, top-level await, resources closed on exit';
 
@@ -147,7 +148,7 @@ function banner(): string {
   const lines = [`rdmacm ${packageVersion()} REPL — the whole API is preloaded (help() for a tour); resources are closed on .exit`];
   try {
     const devices = api.listDevices();
-    if (devices.length === 0) lines.push(noDeviceFound());
+    if (devices.length === 0) lines.push(noDeviceFoundReason());
     for (const device of devices) {
       const ports = device.ports.map((p) => `port ${p.port} ${p.state}`).join(', ');
       lines.push(`  ${device.name}: ${ports}${firstIPv4(device) ? `, ${firstIPv4(device)}` : ''}`);
@@ -162,7 +163,7 @@ function lookupDevice(name?: string): DeviceInfo {
   const devices = api.listDevices();
   const found = name === undefined ? devices[0] : devices.find((d) => d.name === name);
   if (!found) {
-    throw new Error(devices.length === 0 ? noDeviceFound() : `no device named ${name} (found: ${devices.map((d) => d.name).join(', ')})`);
+    throw new Error(devices.length === 0 ? noDeviceFoundReason() : `no device named ${name} (found: ${devices.map((d) => d.name).join(', ')})`);
   }
   return found;
 }

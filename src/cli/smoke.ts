@@ -9,8 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { noDeviceFound, packageRoot, packageScript } from '../package-info.js';
-import { listDevices } from '../api/devices.js';
+import { packageRoot, packageScript } from '../package-info.js';
+import { listDevices, noDeviceFoundReason } from '../api/devices.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { EventChannel } from '../api/event-channel.js';
 import type { MemoryRegion } from '../api/memory-region.js';
@@ -57,7 +57,7 @@ class SmokeFailure extends Error {}
 /** Picks the device and the address to connect on. */
 function chooseTarget(deviceName: string | undefined, address: string | undefined): { device: string; address: string } {
   const devices = listDevices();
-  if (devices.length === 0) throw new SmokeFailure(noDeviceFound());
+  if (devices.length === 0) throw new SmokeFailure(noDeviceFoundReason());
   const device = deviceName ? devices.find((d) => d.name === deviceName) : devices[0];
   if (!device) throw new SmokeFailure(`no device named ${deviceName} (found: ${devices.map((d) => d.name).join(', ')})`);
   const active = device.ports.find((p) => p.state === 'ACTIVE');

@@ -14,10 +14,12 @@
 // stub is written once, before its page becomes executable, and never changes.
 //
 // Where this cannot work (not x86-64, a system that refuses executable memory,
-// RDMACM_BOUND_CALLS=0) a FixedCall makes the plain call instead.
+// libc that does not load, RDMACM_BOUND_CALLS=0) a FixedCall makes the plain
+// call instead.
 import process from 'node:process';
 import koffi from 'koffi';
 import { libc } from './libc.js';
+import { LibraryLoadError } from './load-errors.js';
 import type { Address, Pointer } from './library.js';
 
 /** A native function called again and again with the same (or nearly the same) three arguments. */
@@ -190,9 +192,16 @@ function takeSlot(): Slot | undefined {
   return { page: newestPage!, index: SLOTS_PER_PAGE - unusedInNewest-- };
 }
 
-/** Readable, writable, private pages; undefined (and `unavailable` set) when mmap fails. */
+/** Readable, writable, private pages; undefined (and `unavailable` set) when mmap fails or libc does not load. */
 function mapPages(count: number): Pointer | undefined {
-  const address = libc.mmap(null, count * PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  let address: Pointer | null;
+  try {
+    address = libc.mmap(null, count * PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  } catch (error) {
+    if (!(error instanceof LibraryLoadError)) throw error;
+    unavailable = `libc did not load (tried: ${error.tried.join(', ')})`;
+    return undefined;
+  }
   if (address === null || address === MAP_FAILED) {
     unavailable = `mmap failed (errno ${koffi.errno()})`;
     return undefined;

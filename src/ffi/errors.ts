@@ -4,6 +4,8 @@ import { getSystemErrorMap } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import koffi from 'koffi';
 import { noDeviceAdvice } from '../package-info.js';
+import { diagnoseRdmaStack, type Diagnosis, type MissingPiece } from './diagnosis.js';
+export { LibraryLoadError, UnsupportedError, RDMA_CORE_ADVICE } from './load-errors.js';
 
 const systemErrors = getSystemErrorMap();
 
@@ -27,14 +29,26 @@ function memlockLimit(): string {
   }
 }
 
+/** Codes a call returns when a piece of the RDMA stack is missing (ENOENT: no /dev/infiniband/rdma_cm to open). */
+const MISSING_PIECE_CODES = new Set(['ENODEV', 'ENOSYS', 'ENOENT', 'ENXIO']);
+
+/**
+ * The missing piece of the RDMA stack a failure comes from, if it can come
+ * from one. rdma_create_id and rdma_create_ep report a channel they could not
+ * open (no rdma_cm node) as ENOMEM.
+ */
+function missingPieceFor(code: string, syscall: string): Diagnosis | undefined {
+  if (!/^(rdma|ibv)_/.test(syscall)) return undefined;
+  const couldBe = MISSING_PIECE_CODES.has(code) || (code === 'ENOMEM' && /^rdma_create_(id|ep)$/.test(syscall));
+  return couldBe ? diagnoseRdmaStack() : undefined;
+}
+
 /** A hint that says what to do about the common failures. */
-function hintFor(code: string, syscall: string): string | undefined {
-  if (code === 'ENODEV') {
-    return `no RDMA device: ${noDeviceAdvice()}`;
-  }
-  if (code === 'ENOSYS') {
+function hintFor(code: string, syscall: string, diagnosis: Diagnosis | undefined): string | undefined {
+  if (code === 'ENOSYS' && diagnosis?.missing === 'rdma-device') {
     return `the kernel has no RDMA support (ib_uverbs is not loaded): ${noDeviceAdvice()}`;
   }
+  if (diagnosis) return diagnosis.advice;
   if (code === 'ENOMEM' && /reg_mr|reg_msgs|reg_read|reg_write/.test(syscall)) {
     return `memory registration needs locked memory: check RLIMIT_MEMLOCK (ulimit -l: ${memlockLimit()}); raise it, e.g. ulimit -l unlimited`;
   }
@@ -66,11 +80,14 @@ export class RdmaError extends Error {
   readonly errno: number;
   readonly syscall: string;
   readonly hint: string | undefined;
+  /** The piece of the RDMA stack this host lacks, when that is why the call failed (the hint says how to add it). */
+  readonly missing: MissingPiece | undefined;
 
   /** `described` names an error that is not an errno (getaddrinfo's EAI_* codes). */
   constructor(syscall: string, errno: number, detail?: string, described?: { code: string; text: string }) {
     const code = described?.code ?? errnoName(errno);
-    const hint = hintFor(code, syscall);
+    const diagnosis = described ? undefined : missingPieceFor(code, syscall);
+    const hint = hintFor(code, syscall, diagnosis);
     const parts = [`${syscall} failed: ${code} (${described?.text ?? errnoMessage(errno)})`];
     if (detail) parts.push(detail);
     if (hint) parts.push(hint);
@@ -79,30 +96,7 @@ export class RdmaError extends Error {
     this.errno = errno;
     this.syscall = syscall;
     this.hint = hint;
-  }
-}
-
-/** A function the installed library is too old to have (or the device does not support). */
-export class UnsupportedError extends Error {
-  override name = 'UnsupportedError';
-  readonly code = 'EOPNOTSUPP';
-  constructor(readonly feature: string, reason: string) {
-    super(`${feature} is unsupported ${reason}`);
-  }
-}
-
-/** A shared library could not be loaded. */
-export class LibraryLoadError extends Error {
-  override name = 'LibraryLoadError';
-  readonly code = 'ERR_RDMACM_LIBRARY';
-  constructor(readonly library: string, readonly tried: readonly string[], options: { cause: unknown }) {
-    super(
-      `could not load ${library} (tried: ${tried.join(', ')}). ` +
-        'Install rdma-core\'s runtime: Debian/Ubuntu `apt-get install librdmacm1 ibverbs-providers`, ' +
-        'Fedora/RHEL `dnf install librdmacm libibverbs`.' +
-        ` Last error: ${options.cause instanceof Error ? options.cause.message : String(options.cause)}`,
-      options,
-    );
+    this.missing = diagnosis?.missing;
   }
 }
 

@@ -1,5 +1,8 @@
 // The few libc calls the binding needs: around RDMA file descriptors, one
-// copy out of native memory, and the pages of bound calls.
+// copy out of native memory, and the pages of bound calls. libc is loaded by
+// the name of the C library the process runs on (glibc's or musl's); the copy
+// and the bound calls do without it, the fd calls cannot.
+import { runningCLibrary, libcSonames } from '../c-library.js';
 import { defineLibrary, fn, type FunctionSpec } from './library.js';
 
 export const libcFunctions = {
@@ -12,7 +15,18 @@ export const libcFunctions = {
   munmap: fn('int', ['void *addr', 'size_t length']),
 } as const satisfies Record<string, FunctionSpec>;
 
-export const libc = defineLibrary({ name: 'libc', sonames: ['libc.so.6'], envOverride: 'RDMACM_LIBC' }, libcFunctions);
+/** What to do when libc does not load: it is the process's own C library, so nothing to install. */
+export function libcAdvice(): string {
+  const { family, evidence } = runningCLibrary();
+  const which = family ? `this process runs on ${family} (${evidence})` : `rdmacm could not tell which C library this process runs on (${evidence})`;
+  return `It is the C library Node itself runs on, not a package to install: ${which}. ` +
+    'Set RDMACM_LIBC to the path of that library: the libc file that /proc/self/maps lists.';
+}
+
+export const libc = defineLibrary(
+  { name: 'libc', sonames: () => libcSonames(runningCLibrary().family), envOverride: 'RDMACM_LIBC', advice: libcAdvice },
+  libcFunctions,
+);
 
 export const F_GETFL = 3;
 export const F_SETFL = 4;

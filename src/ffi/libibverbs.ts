@@ -55,7 +55,10 @@ export const libibverbsFunctions = {
   ibv_fork_init: fn('int', []),
 } as const satisfies Record<string, FunctionSpec>;
 
+/** The first rdma-core release of each symbol version `since` names (libibverbs/libibverbs.map.in's history). */
+export const libibverbsReleases = { 'IBVERBS_1.11': '32' } as const;
+
 export const libibverbs = defineLibrary(
-  { name: 'libibverbs', sonames: ['libibverbs.so.1'], envOverride: 'RDMACM_LIBIBVERBS' },
+  { name: 'libibverbs', sonames: ['libibverbs.so.1'], envOverride: 'RDMACM_LIBIBVERBS', releases: libibverbsReleases },
   libibverbsFunctions,
 );

@@ -1,9 +1,11 @@
 // One lazy loader for a shared library and its declarative function table.
 // Importing binds nothing: the library is opened, and its whole table bound,
 // at the first use of any of its functions.
+import { readFileSync, realpathSync } from 'node:fs';
 import process from 'node:process';
 import koffi, { type LibraryHandle } from 'koffi';
-import { LibraryLoadError, UnsupportedError } from './errors.js';
+import { LibraryLoadError, UnsupportedError } from './load-errors.js';
+import { mappedFiles } from '../c-library.js';
 
 /** A native address. koffi 3 passes pointers as bigint. */
 export type Pointer = bigint;
@@ -25,8 +27,9 @@ export function toAddress(pointer: Pointer): Address {
 
 /**
  * One table entry: the C result type and the C parameters, written as in the
- * header ("struct rdma_cm_id **id"). `since` marks symbols newer than the
- * oldest supported library; they may be absent.
+ * header ("struct rdma_cm_id **id"). `since` is the symbol version (e.g.
+ * 'RDMACM_1.4') of a function newer than the oldest supported library: it may
+ * be absent, and calling it then throws an UnsupportedError.
  */
 export interface FunctionSpec {
   readonly result: string;
@@ -91,6 +94,10 @@ export type BoundLibrary<T extends Record<string, FunctionSpec>> = { readonly [K
   has(name: keyof T & string): boolean;
   /** The path or soname the library was loaded from (loads the library). */
   readonly loadedFrom: string;
+  /** The rdma-core release of the loaded file, from its name (librdmacm.so.1.3.44.0 is '44.0'); undefined where the name has none. */
+  readonly release: string | undefined;
+  /** The error for `name` missing from the installed library (`feature` names it in the message, default `name`). */
+  unsupported(name: keyof T & string, feature?: string): UnsupportedError;
 };
 
 /** Reduce a C type to what koffi marshals: every data pointer is passed as an address. */
@@ -115,10 +122,40 @@ export function paramCType(param: string): string {
 export interface LibraryOptions {
   /** How the library is named in messages, e.g. 'librdmacm'. */
   readonly name: string;
-  /** Runtime sonames to try, in order. */
-  readonly sonames: readonly string[];
+  /** Runtime sonames to try, in order; a function is asked at the first load. */
+  readonly sonames: readonly string[] | (() => readonly string[]);
   /** An environment variable that, when set, names the only file to load. */
   readonly envOverride: string;
+  /** What to do when it cannot be loaded (LibraryLoadError's default: install rdma-core). */
+  readonly advice?: () => string;
+  /** The first rdma-core release of each symbol version that `since` names. */
+  readonly releases?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The rdma-core release in the name of the file a library was loaded from:
+ * rdma-core names its libraries <soname>.<ABI minor>.<release>, e.g.
+ * librdmacm.so.1.3.44.0 for release 44.0. The file is the one this process
+ * mapped for a soname (the loader resolves it), or the given path's target.
+ */
+export function fileRelease(loadedFrom: string, maps?: string): string | undefined {
+  let file: string | undefined;
+  if (loadedFrom.includes('/')) {
+    try {
+      file = realpathSync(loadedFrom);
+    } catch {
+      return undefined;
+    }
+  } else {
+    let text = maps;
+    try {
+      text ??= readFileSync('/proc/self/maps', 'utf8');
+    } catch {
+      return undefined;
+    }
+    file = mappedFiles(text).find((path) => path.slice(path.lastIndexOf('/') + 1).startsWith(`${loadedFrom}.`));
+  }
+  return file === undefined ? undefined : /\.so\.\d+\.\d+\.(\d+\.\d+)$/.exec(file)?.[1];
 }
 
 /** Bind a function table to a lazily loaded library. */
@@ -128,7 +165,8 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
   const open = () => {
     if (handle) return handle;
     const override = process.env[options.envOverride];
-    const candidates = override ? [override] : [...options.sonames];
+    const sonames = typeof options.sonames === 'function' ? options.sonames() : options.sonames;
+    const candidates = override ? [override] : [...sonames];
     let lastError: unknown;
     for (const candidate of candidates) {
       try {
@@ -139,7 +177,7 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
       }
     }
     const tried = override ? [`${override} (from ${options.envOverride})`] : candidates;
-    throw new LibraryLoadError(options.name, tried, { cause: lastError });
+    throw new LibraryLoadError(options.name, tried, { cause: lastError, advice: options.advice?.() });
   };
 
   const bind = (name: string, spec: FunctionSpec): (...args: unknown[]) => unknown => {
@@ -149,9 +187,17 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
     } catch (error) {
       if (spec.since === undefined) throw error;
       return () => {
-        throw new UnsupportedError(name, `by the installed ${options.name} (it needs ${spec.since})`);
+        throw unsupported(name);
       };
     }
+  };
+
+  let release: { value: string | undefined } | undefined;
+  const installedRelease = () => (release ??= { value: fileRelease(open().from) }).value;
+  const unsupported = (name: string, feature = name): UnsupportedError => {
+    const since = table[name]?.since;
+    if (since === undefined) return new UnsupportedError(feature, `by the installed ${options.name}`);
+    return UnsupportedError.tooOld(feature, { library: options.name, symbolVersion: since, release: options.releases?.[since], installed: installedRelease() });
   };
 
   const bound: Record<string, unknown> = {};
@@ -206,5 +252,7 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
     },
   });
   Object.defineProperty(bound, 'loadedFrom', { get: () => open().from });
+  Object.defineProperty(bound, 'release', { get: installedRelease });
+  Object.defineProperty(bound, 'unsupported', { value: unsupported });
   return bound as BoundLibrary<T>;
 }

@@ -1,5 +1,7 @@
 // librdmacm.so.1: every function rdma_cma.h (and rdma_verbs.h's SRQ calls)
-// exports, with its C signature as the header writes it.
+// exports, with its C signature as the header writes it. Functions after
+// RDMACM_1.0 carry their symbol version: an older librdmacm lacks them, and
+// calling one there throws an UnsupportedError that names the release needed.
 import { defineLibrary, fn, type FunctionSpec } from './library.js';
 
 
@@ -41,21 +43,24 @@ export const librdmacmFunctions = {
   rdma_create_srq_ex: fn('int', ['struct rdma_cm_id *id', 'struct ibv_srq_init_attr_ex *attr']),
   rdma_destroy_srq: fn('void', ['struct rdma_cm_id *id']),
   // RDMACM_1.1
-  rdma_join_multicast_ex: fn('int', ['struct rdma_cm_id *id', 'struct rdma_cm_join_mc_attr_ex *mc_join_attr', 'void *context']),
+  rdma_join_multicast_ex: fn('int', ['struct rdma_cm_id *id', 'struct rdma_cm_join_mc_attr_ex *mc_join_attr', 'void *context'], 'RDMACM_1.1'),
   // RDMACM_1.2
-  rdma_establish: fn('int', ['struct rdma_cm_id *id']),
-  rdma_init_qp_attr: fn('int', ['struct rdma_cm_id *id', 'struct ibv_qp_attr *qp_attr', 'int *qp_attr_mask']),
+  rdma_establish: fn('int', ['struct rdma_cm_id *id'], 'RDMACM_1.2'),
+  rdma_init_qp_attr: fn('int', ['struct rdma_cm_id *id', 'struct ibv_qp_attr *qp_attr', 'int *qp_attr_mask'], 'RDMACM_1.2'),
   // RDMACM_1.3
-  rdma_set_local_ece: fn('int', ['struct rdma_cm_id *id', 'struct ibv_ece *ece']),
-  rdma_get_remote_ece: fn('int', ['struct rdma_cm_id *id', 'struct ibv_ece *ece']),
-  rdma_reject_ece: fn('int', ['struct rdma_cm_id *id', 'const void *private_data', 'uint8_t private_data_len']),
-  // RDMACM_1.4 (rdma-core v60+): detected, absent from Debian 12's v44
+  rdma_set_local_ece: fn('int', ['struct rdma_cm_id *id', 'struct ibv_ece *ece'], 'RDMACM_1.3'),
+  rdma_get_remote_ece: fn('int', ['struct rdma_cm_id *id', 'struct ibv_ece *ece'], 'RDMACM_1.3'),
+  rdma_reject_ece: fn('int', ['struct rdma_cm_id *id', 'const void *private_data', 'uint8_t private_data_len'], 'RDMACM_1.3'),
+  // RDMACM_1.4 (rdma-core 60): detected, absent from Debian 12's 44 and Debian 13's 56
   rdma_resolve_addrinfo: fn('int', ['struct rdma_cm_id *id', 'const char *node', 'const char *service', 'const struct rdma_addrinfo *hints'], 'RDMACM_1.4'),
   rdma_query_addrinfo: fn('int', ['struct rdma_cm_id *id', 'struct rdma_addrinfo **info'], 'RDMACM_1.4'),
   rdma_write_cm_event: fn('int', ['struct rdma_cm_id *id', 'enum rdma_cm_event_type event', 'int status', 'uint64_t arg'], 'RDMACM_1.4'),
 } as const satisfies Record<string, FunctionSpec>;
 
+/** The first rdma-core release of each symbol version (librdmacm/librdmacm.map's history). */
+export const librdmacmReleases = { 'RDMACM_1.1': '16', 'RDMACM_1.2': '23', 'RDMACM_1.3': '31', 'RDMACM_1.4': '60' } as const;
+
 export const librdmacm = defineLibrary(
-  { name: 'librdmacm', sonames: ['librdmacm.so.1'], envOverride: 'RDMACM_LIBRDMACM' },
+  { name: 'librdmacm', sonames: ['librdmacm.so.1'], envOverride: 'RDMACM_LIBRDMACM', releases: librdmacmReleases },
   librdmacmFunctions,
 );

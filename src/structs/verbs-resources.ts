@@ -3,15 +3,18 @@
 import process from 'node:process';
 import koffi from 'koffi';
 import { cStruct } from './registry.js';
+import { runningCLibrary } from '../c-library.js';
 import { ibv_gid } from './verbs-device.js';
 import type { Pointer } from '../ffi/library.js';
 
 /**
- * pthread_mutex_t and pthread_cond_t on glibc: opaque, sized and aligned. The
- * mutex is 40 bytes on x86-64 and 48 on aarch64 (__SIZEOF_PTHREAD_MUTEX_T);
- * the layout test checks the x86-64 sizes against the headers, not aarch64's.
+ * pthread_mutex_t and pthread_cond_t: opaque, sized and aligned. glibc's mutex
+ * is 40 bytes on x86-64 and 48 on aarch64 (__SIZEOF_PTHREAD_MUTEX_T); musl's
+ * is ten ints wherever a long is 64 bits (40 bytes on both). The condition
+ * variable is 48 bytes in each. The layout tests check them against the headers
+ * on x86-64 (glibc and musl) and aarch64 (glibc); aarch64 with musl is unchecked.
  */
-const pthread_mutex_t = koffi.array('uint64_t', process.arch === 'arm64' ? 6 : 5);
+const pthread_mutex_t = koffi.array('uint64_t', process.arch === 'arm64' && runningCLibrary().family !== 'musl' ? 6 : 5);
 const pthread_cond_t = koffi.array('uint64_t', 6);
 
 /** struct ibv_context_ops: function pointers; the data-path verbs live here. */

@@ -4,9 +4,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { readFileSync } from 'node:fs';
-import { librdmacm, librdmacmFunctions } from '../../src/ffi/librdmacm.js';
-import { libibverbs, libibverbsFunctions } from '../../src/ffi/libibverbs.js';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { librdmacm, librdmacmFunctions, librdmacmReleases } from '../../src/ffi/librdmacm.js';
+import { libibverbs, libibverbsFunctions, libibverbsReleases } from '../../src/ffi/libibverbs.js';
 import { checkAddrInfo, checkPointer, checkRdma, checkVerbs, pollFailed, RdmaError, UnsupportedError } from '../../src/ffi/errors.js';
 import { libc, libcFunctions } from '../../src/ffi/libc.js';
 import { copyFromNative, snapshotStruct } from '../../src/ffi/native-copy.js';
@@ -32,26 +33,28 @@ const tables = [
   { name: 'libc', lib: libc, table: libcFunctions },
 ] as const;
 
-/** The defined dynamic symbols of the file this process mapped for `soname`. */
-function exportedSymbols(soname: string): Set<string> {
+/** The defined dynamic symbols of the file this process mapped for `soname`, each with its symbol version. */
+function exportedSymbols(soname: string): Map<string, string> {
   const maps = readFileSync('/proc/self/maps', 'utf8');
   const path = maps.split('\n').map((line) => line.split(/\s+/)[5] ?? '').find((file) => file.includes(soname));
   assert.ok(path, `${soname} is mapped`);
-  const symbols = new Set<string>();
+  const symbols = new Map<string, string>();
   for (const line of execFileSync('objdump', ['-T', path], { encoding: 'utf8' }).split('\n')) {
     if (!/\bDF\b/.test(line) || line.includes('*UND*')) continue;
-    symbols.add(line.trim().split(/\s+/).at(-1)!);
+    const fields = line.trim().split(/\s+/);
+    symbols.set(fields.at(-1)!, fields.at(-2)!);
   }
   return symbols;
 }
 
 for (const { name, lib, table } of tables) {
-  test(`${name}: every table entry resolves to an exported symbol`, () => {
+  test(`${name}: every table entry resolves to an exported symbol, and \`since\` is its symbol version`, () => {
     lib.has(Object.keys(table)[0] as never);
     const exported = exportedSymbols(`${name}.so`);
     for (const [fnName, spec] of Object.entries(table)) {
       if ('since' in spec && spec.since) {
         assert.equal(lib.has(fnName as never), exported.has(fnName), `${fnName} detection agrees with the symbol table`);
+        if (exported.has(fnName)) assert.equal(exported.get(fnName), spec.since, `${fnName}'s symbol version`);
       } else {
         assert.ok(exported.has(fnName), `${fnName} is in ${name}'s dynamic symbols`);
         assert.ok(lib.has(fnName as never), `${fnName} binds`);
@@ -105,14 +108,62 @@ test('addresses: a Number whenever exact, and the address-typed ops reach C with
   }
 });
 
-// Skipped where the installed librdmacm is v60+ and has RDMACM_1.4: nothing to refuse there.
-const hasRdmacm14 = librdmacm.has('rdma_write_cm_event');
-test('RDMACM_1.4 functions absent from the installed library raise UnsupportedError', { skip: hasRdmacm14 && 'librdmacm has RDMACM_1.4' }, () => {
-  assert.throws(() => librdmacm.rdma_write_cm_event(0n, 0, 0, 0), (error: unknown) => {
-    assert.ok(error instanceof UnsupportedError);
-    assert.match(error.message, /unsupported by the installed librdmacm \(it needs RDMACM_1\.4\)/);
-    return true;
-  });
+/** The installed rdma-core release as the package manager has it (Debian's 44.0-2 is 44.0), to check the one read from the file name. */
+function packagedRelease(): string | undefined {
+  const result = spawnSync('dpkg-query', ['-W', '-f=${Version}', 'librdmacm1'], { encoding: 'utf8' });
+  const fallback = spawnSync('dpkg-query', ['-W', '-f=${Version}', 'librdmacm1t64'], { encoding: 'utf8' });
+  return /^(\d+\.\d+)/.exec(result.status === 0 ? result.stdout : fallback.stdout)?.[1];
+}
+
+test('the installed rdma-core release is read from the loaded files, as the package manager has it', { skip: packagedRelease() === undefined && 'no dpkg-query' }, () => {
+  assert.equal(librdmacm.release, packagedRelease());
+  assert.equal(libibverbs.release, packagedRelease());
+});
+
+// Every function newer than the installed library: on Debian 12 (rdma-core 44)
+// the three RDMACM_1.4 functions of rdma-core 60. Skipped where none is missing.
+const missing = [
+  ...Object.entries(librdmacmFunctions).filter(([name, spec]) => 'since' in spec && !librdmacm.has(name as never)).map(([name]) => ({ lib: librdmacm, name, releases: librdmacmReleases as Record<string, string>, spec: librdmacmFunctions[name as keyof typeof librdmacmFunctions] })),
+  ...Object.entries(libibverbsFunctions).filter(([name, spec]) => 'since' in spec && !libibverbs.has(name as never)).map(([name]) => ({ lib: libibverbs, name, releases: libibverbsReleases as Record<string, string>, spec: libibverbsFunctions[name as keyof typeof libibverbsFunctions] })),
+];
+test('a function newer than the installed library raises UnsupportedError naming the version it needs and the one installed', { skip: missing.length === 0 && 'the installed libraries have every function' }, () => {
+  for (const { lib, name, releases, spec } of missing) {
+    const since = (spec as { since: string }).since;
+    assert.ok(releases[since], `${since} has a release`);
+    const call = (lib as unknown as Record<string, (...args: unknown[]) => unknown>)[name]!;
+    assert.throws(() => call(0n, 0, 0, 0), (error: unknown) => {
+      assert.ok(error instanceof UnsupportedError);
+      assert.equal(error.code, 'EOPNOTSUPP');
+      assert.equal(error.feature, name);
+      assert.deepEqual(error.requirement, { library: lib === librdmacm ? 'librdmacm' : 'libibverbs', symbolVersion: since, release: releases[since], installed: lib.release });
+      assert.equal(error.message, `${name} is unsupported by the installed ${error.requirement!.library}, rdma-core ${lib.release} ` +
+        `(it needs ${since}, from rdma-core ${releases[since]}): upgrade rdma-core to ${releases[since]} or later, or do without ${name}`);
+      return true;
+    });
+  }
+});
+
+/** Debian's record of the first package version with each symbol version (the installed librdmacm1/libibverbs1 .symbols files). */
+function debianSymbolReleases(): Map<string, string> {
+  const releases = new Map<string, string>();
+  for (const file of readdirSync('/var/lib/dpkg/info').filter((f) => /^lib(rdmacm|ibverbs)1(t64)?(:\w+)?\.symbols$/.test(f))) {
+    for (const match of readFileSync(join('/var/lib/dpkg/info', file), 'utf8').matchAll(/^ ((?:RDMACM|IBVERBS)_[\d.]+)@\1 (\S+)$/gm)) releases.set(match[1]!, match[2]!);
+  }
+  return releases;
+}
+
+test("each symbol version's first rdma-core release is Debian's, wherever the installed packages record it", { skip: !existsSync('/var/lib/dpkg/info') && 'not a Debian system' }, () => {
+  const debian = debianSymbolReleases();
+  const named = new Set([...Object.values(librdmacmFunctions), ...Object.values(libibverbsFunctions)].flatMap((spec) => ('since' in spec && spec.since ? [spec.since] : [])));
+  const releases: Record<string, string> = { ...librdmacmReleases, ...libibverbsReleases };
+  let checked = 0;
+  for (const version of named) {
+    assert.ok(releases[version], `${version} has a release`);
+    if (!debian.has(version)) continue; // newer than the installed packages (RDMACM_1.4 on rdma-core 44)
+    assert.equal(releases[version], debian.get(version), version);
+    checked++;
+  }
+  assert.ok(checked >= 4, `Debian recorded ${checked} of the versions`);
 });
 
 test('each return convention becomes the right error', () => {
@@ -155,6 +206,7 @@ test('calls that need a device fail with ENODEV and the hint', { skip: hostRdmaD
       assert.equal(error.code, 'ENODEV');
       assert.equal(error.errno, 19);
       assert.match(error.syscall, /^rdma_/);
+      assert.equal(error.missing, 'rdma-device');
       assert.ok(error.message.endsWith(`no RDMA device: ${noDeviceAdvice()}`), error.message);
       return true;
     });
@@ -187,6 +239,7 @@ for (const [variable, library] of [['RDMACM_LIBRDMACM', 'librdmacm'], ['RDMACM_L
     assert.match(error.message, new RegExp(`could not load ${library} \\(tried: /nonexistent/lib\\.so\\.1 \\(from ${variable}\\)\\)`));
     assert.match(error.message, /apt-get install librdmacm1 ibverbs-providers/);
     assert.match(error.message, /dnf install librdmacm libibverbs/);
+    assert.match(error.message, /apk add rdma-core/);
   });
 }
 

@@ -4,9 +4,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync, rmSync, mkdirSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import process from 'node:process';
 import { declaredLayouts } from '../../src/structs/index.js';
 import { koffiFacts, layoutProgram, parseProgramOutput } from '../support/layout-program.js';
 
@@ -19,6 +20,31 @@ test('every declared layout matches the C headers', () => {
     const fromKoffi = declaredLayouts.flatMap(koffiFacts);
     assert.equal(fromC.length, fromKoffi.length, 'one C fact per declared field');
     assert.deepEqual(fromKoffi, fromC);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// scripts/install-deps.sh installs musl-tools, so CI never skips; musl-gcc targets x86-64 here.
+const hasMuslGcc = execFileSync('sh', ['-c', 'command -v musl-gcc || true'], { encoding: 'utf8' }).trim() !== '';
+const noMusl = process.arch !== 'x64' ? `musl-gcc builds x86-64 programs; this is ${process.arch}`
+  : !hasMuslGcc && !process.env.CI ? 'no musl-gcc (Debian: apt-get install musl-tools)' : false;
+
+test('every declared layout matches the C headers compiled against musl (x86-64)', { skip: noMusl }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rdmacm-layout-musl-'));
+  try {
+    // musl-gcc sees only musl's own headers: rdma-core's and the kernel's are linked in beside them.
+    const include = join(dir, 'include');
+    mkdirSync(include);
+    const asm = existsSync('/usr/include/x86_64-linux-gnu/asm') ? '/usr/include/x86_64-linux-gnu/asm' : '/usr/include/asm';
+    const linked = { infiniband: '/usr/include/infiniband', rdma: '/usr/include/rdma', linux: '/usr/include/linux', asm, 'asm-generic': '/usr/include/asm-generic' };
+    for (const [name, target] of Object.entries(linked)) symlinkSync(target, join(include, name));
+    writeFileSync(join(dir, 'layout.c'), layoutProgram(declaredLayouts));
+    execFileSync('musl-gcc', ['-std=gnu11', '-Wall', '-I', include, '-o', join(dir, 'layout'), join(dir, 'layout.c')], { stdio: 'pipe' });
+    const fromC = parseProgramOutput(execFileSync(join(dir, 'layout'), { encoding: 'utf8' }));
+    assert.deepEqual(declaredLayouts.flatMap(koffiFacts), fromC);
+    const mutexSize = fromC.find((fact) => fact.layout === 'struct ibv_context' && fact.path === 'mutex')!.size;
+    assert.equal(mutexSize, 40, "musl's pthread_mutex_t");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
