@@ -3,7 +3,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { listDevices, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
+import { Buffer } from 'node:buffer';
+import koffi from 'koffi';
+import { listDevices, portAttrLayout, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
+import { libibverbs } from '../../src/ffi/libibverbs.js';
+import { extendedQueryPort, queryPort } from '../../src/ffi/inline-verbs.js';
+import { readPointerArray } from '../../src/ffi/library.js';
+import type { IbvPortAttr } from '../../src/structs/verbs-device.js';
 import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress } from '../support/device.js';
 
@@ -85,4 +91,36 @@ test('rdmacm devices (table) and -v (details) print the device, its port and its
   assert.match(verbose.stdout, /^\tport 1:$/m);
   assert.match(verbose.stdout, /^\t\tstate:\s+ACTIVE$/m);
   assert.match(verbose.stdout, new RegExp(`^\\t\\tGID\\[\\s*\\d+\\]: [0-9a-f:]+, RoCE v2, ${process.env.RDMACM_TEST_NETDEV} ${deviceAddress().replace(/\./g, '\\.')}$`, 'm'));
+});
+
+test('a port is read through the provider\'s verbs_context query_port, in the layout of the loaded libibverbs, as ibv_devinfo reads it', { timeout: 120_000 }, () => {
+  const count = Buffer.alloc(4);
+  const list = libibverbs.ibv_get_device_list(count)!;
+  const device = readPointerArray(list, count.readInt32LE(0)).find((d) => libibverbs.ibv_get_device_name(d) === testDeviceName())!;
+  const context = libibverbs.ibv_open_device(device)!;
+  libibverbs.ibv_free_device_list(list);
+  try {
+    assert.notEqual(extendedQueryPort(context), 0n, 'rxe\'s context is extended and has query_port');
+    const layout = portAttrLayout();
+    assert.equal(layout.size, libibverbs.release && Number.parseInt(libibverbs.release, 10) >= 49 ? 56 : 52);
+    const throughOp = Buffer.alloc(layout.size, 0xa5);
+    assert.equal(queryPort(context, 1, throughOp), 0);
+    const throughExport = Buffer.alloc(layout.size);
+    assert.equal(libibverbs.ibv_query_port(context, 1, throughExport), 0);
+    const viaOp = koffi.decode(throughOp, layout) as IbvPortAttr;
+    const viaExport = koffi.decode(throughExport, layout) as IbvPortAttr;
+    // The exported symbol fills everything up to `flags`; the op fills the rest too.
+    const { port_cap_flags2: _flags2, active_speed_ex: _speedEx, ...compatPart } = viaOp;
+    const { port_cap_flags2: _exportFlags2, active_speed_ex: _exportSpeedEx, ...exportCompatPart } = viaExport;
+    assert.deepEqual(compatPart, exportCompatPart);
+
+    const devinfo = spawnSync('ibv_devinfo', ['-v', '-d', testDeviceName(), '-i', '1'], { encoding: 'utf8' });
+    assert.equal(devinfo.status, 0, devinfo.stderr);
+    const field = (name: string) => Number(new RegExp(`^\\s+${name}:\\s+(0x[0-9a-f]+|\\d+)`, 'm').exec(devinfo.stdout)?.[1]);
+    assert.equal(viaOp.port_cap_flags2, field('port_cap_flags2'));
+    assert.equal(viaOp.port_cap_flags, field('port_cap_flags'));
+    assert.equal(viaOp.max_msg_sz, field('max_msg_sz'));
+  } finally {
+    libibverbs.ibv_close_device(context);
+  }
 });
