@@ -2,7 +2,9 @@
 // and `rdmacm devices`, against what scripts/rxe-vm.sh set up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { listDevices, portAttrLayout, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
@@ -123,4 +125,30 @@ test('a port is read through the provider\'s verbs_context query_port, in the la
   } finally {
     libibverbs.ibv_close_device(context);
   }
+});
+
+// Debian 13's libc6 and libibverbs1, unpacked into a cache by scripts/debian-packages.sh
+// (scripts/test.sh fetches them on the host first: the guest has no network).
+const noDebian = spawnSync('sh', ['-c', 'command -v dpkg-deb']).status !== 0 && !process.env.CI && 'not a Debian system';
+
+test("Debian 13's libibverbs (rdma-core 56), on its own glibc, reads the port in its 56-byte layout as this process reads it with 44", { skip: noDebian, timeout: 180_000 }, () => {
+  const root = execFileSync('bash', [join(repoRoot, 'scripts/debian-packages.sh'), 'trixie', 'libc6', 'libibverbs1'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const libraries = join(root, 'usr/lib/x86_64-linux-gnu');
+  const child = `
+    const { listDevices, portAttrLayout } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/api/devices.js')).href)});
+    const { libibverbs } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/ffi/libibverbs.js')).href)});
+    const devices = listDevices();
+    console.log(JSON.stringify({ release: libibverbs.release, size: portAttrLayout().size, devices }));`;
+  const result = spawnSync(join(root, 'usr/lib64/ld-linux-x86-64.so.2'), ['--library-path', `${libraries}:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu`, process.execPath, '--input-type=module', '-e', child], {
+    cwd: repoRoot, encoding: 'utf8', timeout: 150_000,
+  });
+  assert.equal(result.status, 0, result.stderr);
+  const seen = JSON.parse(result.stdout) as { release: string; size: number; devices: DeviceInfo[] };
+  assert.equal(seen.release, '56.1');
+  assert.equal(seen.size, 56);
+  const theirs = seen.devices.find((d) => d.name === testDeviceName());
+  const ours = listDevices().find((d) => d.name === testDeviceName());
+  assert.ok(theirs && ours);
+  assert.equal(theirs.ports[0]!.state, 'ACTIVE');
+  assert.deepEqual(theirs.ports, ours.ports, 'every port field, read through libibverbs 56 and 44, agrees');
 });
