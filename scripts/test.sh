@@ -35,6 +35,8 @@ summary() {
 main() {
   cd "$(dirname "$0")/.."
   local tier=${1:-all} status=0
+  # One cache of unpacked Debian packages for both tiers and the guest (which has another HOME).
+  export RDMACM_DEBIAN_CACHE=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}
   # the runners' output, kept for the summary line
   log=$(mktemp)
   trap 'rm -f "$log"' EXIT
@@ -52,6 +54,9 @@ main() {
       echo "== device tier (on this host's RDMA device)"
       tier_run node dist/tests/device/run.js || status=1
     else
+      # The rdma-core 56 device test runs Debian 13's libc6 and libibverbs1,
+      # unpacked into a cache; the guest, which has no network, reads it here.
+      if command -v apt-get >/dev/null; then bash scripts/debian-packages.sh trixie libc6 libibverbs1 >/dev/null || status=1; fi
       echo "== device tier (in a soft-RoCE VM)"
       # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
       local only=()

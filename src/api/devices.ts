@@ -2,8 +2,9 @@
 // as plain JSON-serialisable data (what ibv_devinfo -v shows).
 import { Buffer } from 'node:buffer';
 import { readdirSync, readFileSync } from 'node:fs';
-import koffi from 'koffi';
+import koffi, { type TypeObject } from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
+import { queryPort as queryPortVerb } from '../ffi/inline-verbs.js';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { checkVerbs, RdmaError } from '../ffi/errors.js';
 import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
@@ -142,7 +143,9 @@ const speeds: Record<number, string> = {
   32: '25.0 Gbps',
   64: '50.0 Gbps',
   128: '100.0 Gbps',
+  256: '200.0 Gbps',
 };
+const speedOf = (speed: number): string => speeds[speed] ?? `invalid speed (${speed})`;
 const gidTypes: Record<number, GidType> = { 0: 'IB', 1: 'RoCE v1', 2: 'RoCE v2' };
 
 function textOf<T extends string>(table: Record<number, T>, value: number): T | Unknown {
@@ -267,13 +270,21 @@ function queryGids(context: Pointer, device: string, port: number, tableLength: 
   return gids;
 }
 
-const portAttrSize = koffi.sizeof(structs.ibv_port_attr);
+let portAttr: TypeObject | undefined;
+/**
+ * The struct ibv_port_attr the loaded libibverbs fills: 56 bytes with
+ * active_speed_ex from rdma-core 49, 52 before (chosen by the release in its
+ * file name, once).
+ */
+export function portAttrLayout(): TypeObject {
+  return (portAttr ??= structs.ibvPortAttrFor(libibverbs.release));
+}
 
 function queryPort(context: Pointer, device: string, port: number, netdevs: Map<number, string>): PortInfo {
-  // Full size and zeroed: the exported symbol fills only the compat prefix.
-  const buffer = Buffer.alloc(portAttrSize);
-  checkVerbs('ibv_query_port', libibverbs.ibv_query_port(context, port, buffer));
-  const attr = koffi.decode(buffer, structs.ibv_port_attr) as structs.IbvPortAttr;
+  const layout = portAttrLayout();
+  const buffer = Buffer.alloc(layout.size);
+  checkVerbs('ibv_query_port', queryPortVerb(context, port, buffer));
+  const attr = koffi.decode(buffer, layout) as structs.IbvPortAttr;
   const linkLayer = textOf(linkLayers, attr.link_layer);
   return {
     port,
@@ -283,7 +294,8 @@ function queryPort(context: Pointer, device: string, port: number, netdevs: Map<
     activeMtu: mtuBytes(attr.active_mtu),
     linkLayer,
     activeWidth: widths[attr.active_width] ?? `invalid width (${attr.active_width})`,
-    activeSpeed: speeds[attr.active_speed] ?? `invalid speed (${attr.active_speed})`,
+    // active_speed_ex, where the library and the kernel report it, also holds XDR (ibv_devinfo reads it first).
+    activeSpeed: speedOf(attr.active_speed_ex || attr.active_speed),
     lid: attr.lid,
     smLid: attr.sm_lid,
     lmc: attr.lmc,

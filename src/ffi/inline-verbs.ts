@@ -9,7 +9,7 @@ import { fixedCall, type FixedCall } from './bound-call.js';
 import { libibverbs } from './libibverbs.js';
 import { POLL_FAILED_ERRNO } from './errors.js';
 import { readPointer, type Address, type Pointer, type PointerArg } from './library.js';
-import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq } from '../structs/verbs-resources.js';
+import { ibv_context, ibv_context_ops, ibv_cq, ibv_mr, ibv_qp, ibv_srq, verbs_context, VERBS_ABI_IS_EXTENDED } from '../structs/verbs-resources.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { rdma_cm_id } from '../structs/rdma-cma.js';
 
@@ -127,6 +127,43 @@ export function repeatedVerbCall(ops: ContextOps, verb: RepeatedVerb, a: Address
 /** Forget a context's bound ops (call before ibv_close_device frees it). */
 export function forgetContextOps(context: Pointer): void {
   opsCache.delete(context);
+}
+
+const queryPortProto = koffi.proto('int rdmacm_query_port_fn(void *context, uint8_t port_num, void *port_attr, size_t port_attr_len)');
+const abiCompatOffset = koffi.offsetof(ibv_context, 'abi_compat');
+const contextInVerbsContext = BigInt(koffi.offsetof(verbs_context, 'context'));
+const szInVerbsContext = koffi.offsetof(verbs_context, 'sz');
+const queryPortInVerbsContext = koffi.offsetof(verbs_context, 'query_port');
+/** How far a provider's verbs_context must reach (its sz) to hold query_port: verbs_get_ctx_op's test. */
+const sizeWithQueryPort = BigInt(verbs_context.size - queryPortInVerbsContext);
+
+/**
+ * The provider's verbs_context query_port for `context`, found as verbs.h's
+ * verbs_get_ctx_op finds it; 0n where the context is not extended, or its
+ * verbs_context is too short to hold the op, or the op is NULL.
+ */
+export function extendedQueryPort(context: Pointer): Pointer {
+  if (readPointer(context, abiCompatOffset) !== VERBS_ABI_IS_EXTENDED) return 0n;
+  const extended = context - contextInVerbsContext;
+  if (readPointer(extended, szInVerbsContext) < sizeWithQueryPort) return 0n;
+  return readPointer(extended, queryPortInVerbsContext);
+}
+
+/**
+ * verbs.h's ibv_query_port, a static inline: the provider's query_port with
+ * the buffer's size, which libibverbs fills as far as its own struct
+ * ibv_port_attr goes and zeroes beyond (or copies the buffer's share of, when
+ * the buffer is the smaller); else the exported symbol, which fills the
+ * compat part, up to `flags`, of a buffer zeroed first. 0 or an errno.
+ */
+export function queryPort(context: Pointer, port: number, attr: Uint8Array): number {
+  const op = extendedQueryPort(context);
+  if (op === 0n) {
+    attr.fill(0);
+    return libibverbs.ibv_query_port(context, port, attr);
+  }
+  const call = koffi.decode(op, queryPortProto) as (context: Pointer, port: number, attr: Uint8Array, length: number) => number;
+  return call(context, port, attr, attr.byteLength);
 }
 
 const qpContextOffset = koffi.offsetof(ibv_qp, 'context');

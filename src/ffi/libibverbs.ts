@@ -11,7 +11,8 @@ export const libibverbsFunctions = {
   ibv_open_device: fn('struct ibv_context *', ['struct ibv_device *device']),
   ibv_close_device: fn('int', ['struct ibv_context *context']),
   ibv_query_device: fn('int', ['struct ibv_context *context', 'struct ibv_device_attr *device_attr']),
-  // The exported symbol fills struct _compat_ibv_port_attr (ibv_port_attr up to `flags`).
+  // The exported symbol fills struct _compat_ibv_port_attr (ibv_port_attr up to `flags`);
+  // inline-verbs.ts's queryPort, like verbs.h's inline, calls the provider's verbs_context op first.
   ibv_query_port: fn('int', ['struct ibv_context *context', 'uint8_t port_num', 'struct _compat_ibv_port_attr *port_attr']),
   ibv_query_gid: fn('int', ['struct ibv_context *context', 'uint8_t port_num', 'int index', 'union ibv_gid *gid']),
   _ibv_query_gid_ex: fn('int', ['struct ibv_context *context', 'uint32_t port_num', 'uint32_t gid_index', 'struct ibv_gid_entry *entry', 'uint32_t flags', 'size_t entry_size'], 'IBVERBS_1.11'),

@@ -6,6 +6,25 @@ export interface DeclaredLayout {
   /** The C spelling, e.g. 'struct ibv_wc' or 'union ibv_gid'. */
   readonly cName: string;
   readonly type: TypeObject;
+  /** The rdma-core releases whose headers have this layout (all, when absent): [from, before). */
+  readonly releases?: ReleaseRange;
+}
+
+/** rdma-core releases from `from` (inclusive) to `before` (exclusive); either end may be open. */
+export interface ReleaseRange {
+  readonly from?: number;
+  readonly before?: number;
+}
+
+/** Whether rdma-core `release` (e.g. '44.0', or 44) is in `range`. */
+export function inReleaseRange(range: ReleaseRange | undefined, release: string | number): boolean {
+  const major = typeof release === 'number' ? release : Number.parseInt(release, 10);
+  return (range?.from === undefined || major >= range.from) && (range?.before === undefined || major < range.before);
+}
+
+/** The declared layouts as the headers of rdma-core `release` have them: one per C name. */
+export function layoutsFor(release: string | number): DeclaredLayout[] {
+  return declaredLayouts.filter((layout) => inReleaseRange(layout.releases, release));
 }
 
 export const declaredLayouts: DeclaredLayout[] = [];
@@ -17,6 +36,17 @@ type Fields = Parameters<typeof koffi.struct>[0];
 export function cStruct(name: string, fields: Fields): TypeObject {
   const type = koffi.struct(name, fields);
   declaredLayouts.push({ cName: `struct ${name}`, type });
+  return type;
+}
+
+/**
+ * One of the layouts a C struct has had across rdma-core releases: koffi knows
+ * it as `koffiName`, the layout test compares it as `struct cName` with the
+ * headers of a release in `releases`.
+ */
+export function cStructOfReleases(koffiName: string, cName: string, releases: ReleaseRange, fields: Fields): TypeObject {
+  const type = koffi.struct(koffiName, fields);
+  declaredLayouts.push({ cName: `struct ${cName}`, type, releases });
   return type;
 }
 

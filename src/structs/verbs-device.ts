@@ -1,6 +1,6 @@
 // Device, port and GID layouts from infiniband/verbs.h.
-import koffi from 'koffi';
-import { anonymousStruct, cStruct, cUnion } from './registry.js';
+import koffi, { type TypeObject } from 'koffi';
+import { anonymousStruct, cStruct, cStructOfReleases, cUnion } from './registry.js';
 import type { Pointer } from '../ffi/library.js';
 
 /** union ibv_gid: 16 raw bytes (subnet prefix and interface id, big-endian). */
@@ -130,12 +130,7 @@ export interface IbvDeviceAttr {
   phys_port_cnt: number;
 }
 
-/**
- * struct ibv_port_attr. The exported ibv_query_port fills only the compat
- * prefix (through `flags`); pass a zeroed buffer of this full size, and
- * port_cap_flags2 stays 0.
- */
-export const ibv_port_attr = cStruct('ibv_port_attr', {
+const portAttrFields = {
   state: 'int',
   max_mtu: 'int',
   active_mtu: 'int',
@@ -158,7 +153,32 @@ export const ibv_port_attr = cStruct('ibv_port_attr', {
   link_layer: 'uint8_t',
   flags: 'uint8_t',
   port_cap_flags2: 'uint16_t',
+} as const;
+
+/** The rdma-core release that added ibv_port_attr.active_speed_ex (XDR speeds), making it 56 bytes instead of 52. */
+export const ACTIVE_SPEED_EX_RELEASE = 49;
+
+/**
+ * struct ibv_port_attr since rdma-core 49: active_speed_ex carries speeds that
+ * do not fit active_speed's 8 bits (XDR, 200 Gbps a lane); 0 where the kernel
+ * or provider does not report it.
+ */
+export const ibv_port_attr = cStructOfReleases('ibv_port_attr', 'ibv_port_attr', { from: ACTIVE_SPEED_EX_RELEASE }, {
+  ...portAttrFields,
+  active_speed_ex: 'uint32_t',
 });
+/** struct ibv_port_attr before rdma-core 49 (Debian 12's 44): 52 bytes, no active_speed_ex. */
+export const ibv_port_attr_before_49 = cStructOfReleases('ibv_port_attr_before_49', 'ibv_port_attr', { before: ACTIVE_SPEED_EX_RELEASE }, portAttrFields);
+
+/**
+ * The struct ibv_port_attr that libibverbs of rdma-core `release` fills (its
+ * release as read from its file name). An unknown release gets the older,
+ * smaller layout: every libibverbs fills it, and none writes past a buffer it
+ * is told is that small.
+ */
+export function ibvPortAttrFor(release: string | undefined): TypeObject {
+  return release !== undefined && Number.parseInt(release, 10) >= ACTIVE_SPEED_EX_RELEASE ? ibv_port_attr : ibv_port_attr_before_49;
+}
 export interface IbvPortAttr {
   state: number;
   max_mtu: number;
@@ -182,6 +202,8 @@ export interface IbvPortAttr {
   link_layer: number;
   flags: number;
   port_cap_flags2: number;
+  /** Since rdma-core 49 (absent from the older layout). */
+  active_speed_ex?: number;
 }
 
 /** struct ibv_async_event. */

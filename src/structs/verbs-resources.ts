@@ -73,6 +73,60 @@ export interface IbvContext {
   abi_compat: Pointer | null;
 }
 
+/**
+ * struct verbs_context: the extended context a provider allocates around every
+ * struct ibv_context (when abi_compat is VERBS_ABI_IS_EXTENDED), its newer ops
+ * placed before it. New ops are added at its top, so each op keeps its
+ * distance below `context` in every release (rdma-core 44 to 56 declare this
+ * same layout; 64 adds ops above query_port). `sz` says how far the
+ * provider's copy reaches.
+ */
+export const verbs_context = cStruct('verbs_context', {
+  query_port: 'void *',
+  advise_mr: 'void *',
+  alloc_null_mr: 'void *',
+  read_counters: 'void *',
+  attach_counters_point_flow: 'void *',
+  create_counters: 'void *',
+  destroy_counters: 'void *',
+  reg_dm_mr: 'void *',
+  alloc_dm: 'void *',
+  free_dm: 'void *',
+  modify_flow_action_esp: 'void *',
+  destroy_flow_action: 'void *',
+  create_flow_action_esp: 'void *',
+  modify_qp_rate_limit: 'void *',
+  alloc_parent_domain: 'void *',
+  dealloc_td: 'void *',
+  alloc_td: 'void *',
+  modify_cq: 'void *',
+  post_srq_ops: 'void *',
+  destroy_rwq_ind_table: 'void *',
+  create_rwq_ind_table: 'void *',
+  destroy_wq: 'void *',
+  modify_wq: 'void *',
+  create_wq: 'void *',
+  query_rt_values: 'void *',
+  create_cq_ex: 'void *',
+  priv: 'void *',
+  query_device_ex: 'void *',
+  ibv_destroy_flow: 'void *',
+  ABI_placeholder2: 'void *',
+  ibv_create_flow: 'void *',
+  ABI_placeholder1: 'void *',
+  open_qp: 'void *',
+  create_qp_ex: 'void *',
+  get_srq_num: 'void *',
+  create_srq_ex: 'void *',
+  open_xrcd: 'void *',
+  close_xrcd: 'void *',
+  _ABI_placeholder3: 'uint64_t',
+  sz: 'size_t',
+  context: ibv_context,
+});
+/** ibv_context.abi_compat of a context inside a verbs_context (verbs.h's __VERBS_ABI_IS_EXTENDED, (void *)UINTPTR_MAX). */
+export const VERBS_ABI_IS_EXTENDED = 0xffffffffffffffffn;
+
 /** struct ibv_pd. */
 export const ibv_pd = cStruct('ibv_pd', { context: 'void *', handle: 'uint32_t' });
 export interface IbvPd {

@@ -2,8 +2,16 @@
 // and `rdmacm devices`, against what scripts/rxe-vm.sh set up.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { listDevices, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Buffer } from 'node:buffer';
+import koffi from 'koffi';
+import { listDevices, portAttrLayout, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
+import { libibverbs } from '../../src/ffi/libibverbs.js';
+import { extendedQueryPort, queryPort } from '../../src/ffi/inline-verbs.js';
+import { readPointerArray } from '../../src/ffi/library.js';
+import type { IbvPortAttr } from '../../src/structs/verbs-device.js';
 import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress } from '../support/device.js';
 
@@ -85,4 +93,62 @@ test('rdmacm devices (table) and -v (details) print the device, its port and its
   assert.match(verbose.stdout, /^\tport 1:$/m);
   assert.match(verbose.stdout, /^\t\tstate:\s+ACTIVE$/m);
   assert.match(verbose.stdout, new RegExp(`^\\t\\tGID\\[\\s*\\d+\\]: [0-9a-f:]+, RoCE v2, ${process.env.RDMACM_TEST_NETDEV} ${deviceAddress().replace(/\./g, '\\.')}$`, 'm'));
+});
+
+test('a port is read through the provider\'s verbs_context query_port, in the layout of the loaded libibverbs, as ibv_devinfo reads it', { timeout: 120_000 }, () => {
+  const count = Buffer.alloc(4);
+  const list = libibverbs.ibv_get_device_list(count)!;
+  const device = readPointerArray(list, count.readInt32LE(0)).find((d) => libibverbs.ibv_get_device_name(d) === testDeviceName())!;
+  const context = libibverbs.ibv_open_device(device)!;
+  libibverbs.ibv_free_device_list(list);
+  try {
+    assert.notEqual(extendedQueryPort(context), 0n, 'rxe\'s context is extended and has query_port');
+    const layout = portAttrLayout();
+    assert.equal(layout.size, libibverbs.release && Number.parseInt(libibverbs.release, 10) >= 49 ? 56 : 52);
+    const throughOp = Buffer.alloc(layout.size, 0xa5);
+    assert.equal(queryPort(context, 1, throughOp), 0);
+    const throughExport = Buffer.alloc(layout.size);
+    assert.equal(libibverbs.ibv_query_port(context, 1, throughExport), 0);
+    const viaOp = koffi.decode(throughOp, layout) as IbvPortAttr;
+    const viaExport = koffi.decode(throughExport, layout) as IbvPortAttr;
+    // The exported symbol fills everything up to `flags`; the op fills the rest too.
+    const { port_cap_flags2: _flags2, active_speed_ex: _speedEx, ...compatPart } = viaOp;
+    const { port_cap_flags2: _exportFlags2, active_speed_ex: _exportSpeedEx, ...exportCompatPart } = viaExport;
+    assert.deepEqual(compatPart, exportCompatPart);
+
+    const devinfo = spawnSync('ibv_devinfo', ['-v', '-d', testDeviceName(), '-i', '1'], { encoding: 'utf8' });
+    assert.equal(devinfo.status, 0, devinfo.stderr);
+    const field = (name: string) => Number(new RegExp(`^\\s+${name}:\\s+(0x[0-9a-f]+|\\d+)`, 'm').exec(devinfo.stdout)?.[1]);
+    assert.equal(viaOp.port_cap_flags2, field('port_cap_flags2'));
+    assert.equal(viaOp.port_cap_flags, field('port_cap_flags'));
+    assert.equal(viaOp.max_msg_sz, field('max_msg_sz'));
+  } finally {
+    libibverbs.ibv_close_device(context);
+  }
+});
+
+// Debian 13's libc6 and libibverbs1, unpacked into a cache by scripts/debian-packages.sh
+// (scripts/test.sh fetches them on the host first: the guest has no network).
+const noDebian = spawnSync('sh', ['-c', 'command -v dpkg-deb']).status !== 0 && !process.env.CI && 'not a Debian system';
+
+test("Debian 13's libibverbs (rdma-core 56), on its own glibc, reads the port in its 56-byte layout as this process reads it with 44", { skip: noDebian, timeout: 180_000 }, () => {
+  const root = execFileSync('bash', [join(repoRoot, 'scripts/debian-packages.sh'), 'trixie', 'libc6', 'libibverbs1'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  const libraries = join(root, 'usr/lib/x86_64-linux-gnu');
+  const child = `
+    const { listDevices, portAttrLayout } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/api/devices.js')).href)});
+    const { libibverbs } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/ffi/libibverbs.js')).href)});
+    const devices = listDevices();
+    console.log(JSON.stringify({ release: libibverbs.release, size: portAttrLayout().size, devices }));`;
+  const result = spawnSync(join(root, 'usr/lib64/ld-linux-x86-64.so.2'), ['--library-path', `${libraries}:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu`, process.execPath, '--input-type=module', '-e', child], {
+    cwd: repoRoot, encoding: 'utf8', timeout: 150_000,
+  });
+  assert.equal(result.status, 0, result.stderr);
+  const seen = JSON.parse(result.stdout) as { release: string; size: number; devices: DeviceInfo[] };
+  assert.equal(seen.release, '56.1');
+  assert.equal(seen.size, 56);
+  const theirs = seen.devices.find((d) => d.name === testDeviceName());
+  const ours = listDevices().find((d) => d.name === testDeviceName());
+  assert.ok(theirs && ours);
+  assert.equal(theirs.ports[0]!.state, 'ACTIVE');
+  assert.deepEqual(theirs.ports, ours.ports, 'every port field, read through libibverbs 56 and 44, agrees');
 });

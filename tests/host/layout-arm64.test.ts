@@ -12,8 +12,8 @@ import { dirname, join } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { declaredLayouts } from '../../src/structs/index.js';
-import { layoutProgram, parseProgramOutput, type FieldFact } from '../support/layout-program.js';
+import { layoutsFor } from '../../src/structs/index.js';
+import { installedHeadersRelease, layoutProgram, parseProgramOutput, type FieldFact } from '../support/layout-program.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const has = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
@@ -44,10 +44,11 @@ function transpileInto(app: string): void {
   }
   writeFileSync(join(app, 'entry.js'), [
     "import process from 'node:process';",
-    "import { declaredLayouts } from './src/structs/index.js';",
+    "import { layoutsFor } from './src/structs/index.js';",
     "import { runningCLibrary } from './src/c-library.js';",
     "import { koffiFacts } from './tests/support/layout-program.js';",
-    'console.log(JSON.stringify({ arch: process.arch, cLibrary: runningCLibrary().family, facts: declaredLayouts.flatMap(koffiFacts) }));',
+    '// argv[2]: the rdma-core release of the headers the C side compiles against',
+    'console.log(JSON.stringify({ arch: process.arch, cLibrary: runningCLibrary().family, facts: layoutsFor(process.argv[2]).flatMap(koffiFacts) }));',
   ].join('\n'));
 }
 
@@ -57,7 +58,9 @@ test('every declared layout, as koffi computes it on arm64, matches the headers 
   const include = join(work, 'include');
   mkdirSync(include);
   for (const name of ['infiniband', 'rdma']) symlinkSync(`/usr/include/${name}`, join(include, name));
-  writeFileSync(join(work, 'layout.c'), layoutProgram(declaredLayouts));
+  const release = installedHeadersRelease();
+  assert.ok(release, 'the installed libibverbs-dev release is known');
+  writeFileSync(join(work, 'layout.c'), layoutProgram(layoutsFor(release)));
   execFileSync('aarch64-linux-gnu-gcc', ['-std=gnu11', '-Wall', '-static', '-I', include, '-o', join(work, 'layout'), join(work, 'layout.c')], { stdio: 'pipe' });
   const fromC = parseProgramOutput(execFileSync(qemu!, [join(work, 'layout')], { encoding: 'utf8' }));
 
@@ -66,7 +69,7 @@ test('every declared layout, as koffi computes it on arm64, matches the headers 
   const app = mkdtempSync(join(arm64, 'layout-'));
   cleanups.push(() => rmSync(app, { recursive: true, force: true }));
   transpileInto(app);
-  const output = execFileSync(qemu!, ['-L', '/usr/aarch64-linux-gnu', join(arm64, 'bin/node'), join(app, 'entry.js')], { encoding: 'utf8', maxBuffer: 16 << 20 });
+  const output = execFileSync(qemu!, ['-L', '/usr/aarch64-linux-gnu', join(arm64, 'bin/node'), join(app, 'entry.js'), release], { encoding: 'utf8', maxBuffer: 16 << 20 });
   const fromKoffi = JSON.parse(output) as { arch: string; cLibrary: string; facts: FieldFact[] };
 
   assert.equal(fromKoffi.arch, 'arm64');

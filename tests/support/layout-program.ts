@@ -1,5 +1,6 @@
 // Generates a C program that prints, for every declared layout, its size and
 // alignment and the offset and size of every field path, from the real headers.
+import { spawnSync } from 'node:child_process';
 import type { TypeObject } from 'koffi';
 import type { DeclaredLayout } from '../../src/structs/registry.js';
 
@@ -62,4 +63,21 @@ export function parseProgramOutput(output: string): FieldFact[] {
       const fact: FieldFact = { layout: layout!, path: path!, offset: Number(offset), size: Number(size) };
       return align === undefined ? fact : { ...fact, align: Number(align) };
     });
+}
+
+/**
+ * The rdma-core release of the installed headers (libibverbs-dev's package
+ * version: Debian 12's 44.0-2 is 44), or undefined where no package manager says.
+ */
+export function installedHeadersRelease(): string | undefined {
+  const queries: [string, string[]][] = [
+    ['dpkg-query', ['-W', '-f=${Version}', 'libibverbs-dev']],
+    ['rpm', ['-q', '--qf', '%{VERSION}', 'rdma-core-devel']],
+  ];
+  for (const [command, args] of queries) {
+    const result = spawnSync(command, args, { encoding: 'utf8' });
+    const release = result.status === 0 ? /^(\d+)\./.exec(result.stdout)?.[1] : undefined;
+    if (release) return release;
+  }
+  return undefined;
 }
