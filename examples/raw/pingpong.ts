@@ -143,9 +143,11 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   console.log(`${name}: start`);
   let code = 0;
   try {
-    if (role === 'server') rawServer({ address: values.s, port: values.p! });
-    else if (role === 'client' && values.s) rawClient({ address: values.s, port: values.p! });
+    let received: Buffer;
+    if (role === 'server') received = rawServer({ address: values.s, port: values.p! });
+    else if (role === 'client' && values.s) received = rawClient({ address: values.s, port: values.p! });
     else throw new Error('usage: pingpong.ts server [-s ADDRESS] [-p PORT] | client -s ADDRESS [-p PORT]');
+    console.log(`${name}: received ${received.length} bytes`);
   } catch (error) {
     console.error(String(error));
     code = 1;
