@@ -1,7 +1,7 @@
 // rdmacm/net: node:net's API over RDMA, speaking rsockets' stream protocol, so
 // a Node server or client moves to RDMA by changing one import, and talks to
 // rdma-core's own rsocket programs (rstream, riostream, rcopy).
-export { RdmaSocket, connect, connect as createConnection, type RdmaSocketOptions } from './socket.js';
+export { RdmaSocket, connect, connect as createConnection, type RdmaSocketOptions, type RdmaMapping } from './socket.js';
 export { RdmaServer, createServer, type DropInfo } from './server.js';
 export { RdmaNetError, RdmaNetCodeError } from './errors.js';
 export { ProtocolError as RdmaProtocolError } from './wire.js';

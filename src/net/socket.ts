@@ -50,6 +50,24 @@ interface PendingWrite {
   readonly callback: (error?: Error | null) => void;
 }
 
+/** Bytes waiting for staging room on their way into the peer's mapped memory (writeToRemote). */
+interface PendingDirect {
+  readonly data: Uint8Array;
+  offset: number;
+  readonly remoteOffset: number;
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** A buffer this socket lets the peer RDMA-write into (rsockets' riomap), until unmap(). */
+export interface RdmaMapping {
+  /** Where the buffer sits in this socket's remote address space (the peer's writeToRemote offsets). */
+  readonly offset: number;
+  readonly length: number;
+  /** Stops offering it (nothing is sent: the peer may still hold the entry) and deregisters it. */
+  unmap(): void;
+}
+
 /** Node's AbortError shape: name AbortError, code ABORT_ERR, the signal's reason as cause. */
 function abortError(signal: AbortSignal): Error {
   const error = new Error('The operation was aborted', { cause: signal.reason }) as Error & { code: string };
@@ -71,6 +89,7 @@ export class RdmaSocket extends Duplex implements StreamEvents {
   #eofPushed = false;
   #pendingWrite: PendingWrite | undefined;
   #pendingFinal: ((error?: Error | null) => void) | undefined;
+  readonly #pendingDirect: PendingDirect[] = [];
   #reset = false;
   #keepProcessAlive = true;
   #keepaliveMs: number | undefined;
@@ -244,6 +263,7 @@ export class RdmaSocket extends Duplex implements StreamEvents {
   }
 
   onWritable(): void {
+    this.#continueDirect();
     this.#continueWrite();
   }
 
@@ -324,6 +344,7 @@ export class RdmaSocket extends Duplex implements StreamEvents {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     clearTimeout(this.#idleTimer);
+    for (const pending of this.#pendingDirect.splice(0)) pending.reject(error ?? new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket was destroyed'));
     this.#connecting = false;
     const conn = this.#conn;
     const finish = () => {
@@ -352,6 +373,77 @@ export class RdmaSocket extends Duplex implements StreamEvents {
       error ??= closeError;
       finish();
     });
+  }
+
+  // ---- RDMA extension: the peer's memory (rsockets' iomap) --------------------------------
+
+  /**
+   * Lets the peer RDMA-write straight into `buffer` (rsockets' riomap with
+   * PROT_WRITE): the buffer is registered for remote writes and its entry
+   * {offset, address, key, length} goes to the peer before this socket's next
+   * message. The peer's writes raise no event: read the buffer (riostream
+   * polls a marker byte). Needs the peer to offer iomap entries (its
+   * `rdma.iomapEntries`, riostream's 1); fails with ENOMEM when none is free.
+   */
+  mapForRemoteWrite(buffer: Uint8Array, options: { offset?: number } = {}): RdmaMapping {
+    const operation = 'mapForRemoteWrite';
+    parseOptions(operation, z.instanceof(Uint8Array), buffer);
+    const { offset } = parseOptions(operation, z.strictObject({ offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0) }), options);
+    const conn = this.#connected(operation);
+    const mapping = conn.map(buffer, offset);
+    let mapped = true;
+    return {
+      offset, length: buffer.byteLength,
+      unmap: () => {
+        if (mapped) conn.unmap(mapping);
+        mapped = false;
+      },
+    };
+  }
+
+  /**
+   * RDMA-writes `data` into the peer's mapped memory at `remoteOffset` of its
+   * remote address space (rsockets' riowrite): no credit, no notification to
+   * the peer, ordered after every byte already accepted by write(). Resolves
+   * once every byte is handed to the device; rejects with EINVAL where no
+   * mapping of the peer's covers the range.
+   */
+  writeToRemote(data: Uint8Array, remoteOffset: number): Promise<void> {
+    const operation = 'writeToRemote';
+    parseOptions(operation, z.instanceof(Uint8Array), data);
+    parseOptions(operation, z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), remoteOffset);
+    this.#connected(operation);
+    return new Promise((resolve, reject) => {
+      this.#pendingDirect.push({ data, offset: 0, remoteOffset, resolve, reject });
+      if (this.#pendingDirect.length === 1) this.#continueDirect();
+    });
+  }
+
+  #continueDirect(): void {
+    const conn = this.#conn;
+    while (conn && this.#pendingDirect.length > 0) {
+      const pending = this.#pendingDirect[0]!;
+      const taken = conn.writable ? conn.writeDirect(pending.data, pending.offset, pending.remoteOffset + pending.offset) : -2;
+      if (taken < 0) {
+        this.#pendingDirect.shift();
+        pending.reject(taken === -1
+          ? new RdmaNetError('write', 'EINVAL', { address: this.#remote?.address, port: this.#remote?.port, message: `the peer has mapped nothing at offset ${pending.remoteOffset + pending.offset}` })
+          : new RdmaNetError('write', 'EPIPE', { address: this.#remote?.address, port: this.#remote?.port, message: 'the connection is over' }));
+        continue;
+      }
+      pending.offset += taken;
+      if (pending.offset < pending.data.byteLength) return;
+      this.#pendingDirect.shift();
+      this.#refreshIdle();
+      pending.resolve();
+    }
+  }
+
+  /** The connection, or ERR_SOCKET_CLOSED / not-yet-connected errors. */
+  #connected(operation: string): StreamConnection {
+    if (this.destroyed) throw new RdmaNetCodeError('ERR_SOCKET_CLOSED', `${operation}: the socket is closed`);
+    if (!this.#conn || this.#connecting) throw new RdmaNetCodeError('ERR_SOCKET_NOT_CONNECTED', `${operation}: the socket is not connected yet`);
+    return this.#conn;
   }
 
   // ---- node:net's methods ----------------------------------------------------------

@@ -8,7 +8,8 @@
 // no other connection's memory, whatever address and key it learns):
 //   ring    the receive ring the peer RDMA-writes data into, offered in halves
 //   target  the 2-entry target SGL (+ iomap table) the peer writes offers into
-//   staging the send buffer write() copies into, then 4 control slots
+//   staging the send buffer write() copies into, then 4 control slots and
+//           4 iomap slots (the entries this side sends)
 //   sink    4 bytes for receive requests (write-with-imm consumes a receive
 //           without writing to it)
 import { Buffer } from 'node:buffer';
@@ -20,9 +21,9 @@ import type { QueuePair } from '../api/queue-pair.js';
 import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work-request.js';
 import { WcOpcode, WcStatus } from '../api/enums.js';
 import {
-  CONN_FLAG_IOMAP, CONN_FLAG_NET, Ctrl, DEFAULTS, HOST_IS_BIG_ENDIAN, Op, ProtocolError, SGE_SIZE, TARGET_SGL_ENTRIES,
-  encodeConnData, immediate, immediateOp, immediateValue,
-  readSgeAddress, readSgeKey, readSgeLength, writeSge, type ConnData,
+  CONN_FLAG_IOMAP, CONN_FLAG_NET, Ctrl, DEFAULTS, HOST_IS_BIG_ENDIAN, IOMAP_SIZE, Op, ProtocolError, SGE_SIZE, TARGET_SGL_ENTRIES,
+  encodeConnData, immediate, immediateOp, immediateValue, readIomap,
+  readSgeAddress, readSgeKey, readSgeLength, writeIomap, writeSge, type ConnData, type WireIomap,
 } from './wire.js';
 import type { ResolvedSizes } from './options.js';
 
@@ -42,6 +43,26 @@ const FLUSHED = WcStatus.values.WR_FLUSH_ERR;
 const REPOST_BATCH = 16;
 /** Send queue bookkeeping: what a send completion returns. Data sends return staging bytes (≥ 0). */
 const CONTROL = -1;
+const IOMAP = -2;
+/** Iomap entries in flight at once (each has a staging slot until its completion). */
+const IOMAP_SLOTS = 4;
+/** Where this side's own iomap table starts in its target memory: after the 2-entry SGL. */
+const LOCAL_IOMAP_OFFSET = SGE_SIZE * TARGET_SGL_ENTRIES;
+
+/** A mapping this side offered the peer (rsockets' riomap with PROT_WRITE). */
+export interface RemoteMapping {
+  readonly index: number;
+  readonly region: MemoryRegion;
+  readonly entry: WireIomap;
+}
+
+/** Bytes staged for an RDMA write into the peer's mapped memory (riowrite), in staging order with the stream's. */
+interface DirectSegment {
+  at: number;
+  length: number;
+  address: number;
+  readonly key: number;
+}
 
 export class StreamConnection implements CompletionListener {
   readonly sizes: ResolvedSizes;
@@ -65,6 +86,8 @@ export class StreamConnection implements CompletionListener {
   readonly #sglWrite: PreparedSend;
   readonly #controlWrite: PreparedSend;
   readonly #keepaliveWrite: PreparedSend;
+  readonly #iomapWrite: PreparedSend;
+  readonly #directWrite: PreparedSend;
   readonly #recv: PreparedRecv;
   readonly #recvBatch: PreparedRecvChain;
 
@@ -75,6 +98,14 @@ export class StreamConnection implements CompletionListener {
   #remoteSglEntries = TARGET_SGL_ENTRIES;
   /** Next slot of the peer's target SGL this side writes an offer into (rsockets starts at 1). */
   #remoteSge = 1;
+  /** The peer's iomap table: where this side's mapping entries go (none unless the peer offers entries). */
+  #remoteIomapAddress = 0;
+  #remoteIomapKey = 0;
+  #remoteIomapUsed = new Uint8Array(0);
+  readonly #iomapQueue: RemoteMapping[] = [];
+  #iomapInFlight = 0;
+  #nextIomapSlot = 0;
+  readonly #direct: DirectSegment[] = [];
 
   // Sending.
   #sendQueueFree: number;
@@ -162,7 +193,7 @@ export class StreamConnection implements CompletionListener {
       this.#ring = this.#pd.allocate(sizes.recvBufferSize, ['LOCAL_WRITE', 'REMOTE_WRITE']);
       this.#target = this.#pd.allocate(SGE_SIZE * TARGET_SGL_ENTRIES + 24 * sizes.iomapEntries, ['LOCAL_WRITE', 'REMOTE_WRITE']);
       this.#targetView = new DataView(this.#target.buffer.buffer, this.#target.buffer.byteOffset, this.#target.buffer.byteLength);
-      this.#staging = this.#pd.allocate(this.#sendBytes + SGE_SIZE * DEFAULTS.controlSlots, ['LOCAL_WRITE']);
+      this.#staging = this.#pd.allocate(this.#sendBytes + SGE_SIZE * DEFAULTS.controlSlots + IOMAP_SIZE * IOMAP_SLOTS, ['LOCAL_WRITE']);
       this.#stagingView = new DataView(this.#staging.buffer.buffer, this.#staging.buffer.byteOffset, this.#staging.buffer.byteLength);
       const sink = this.#pd.allocate(4, ['LOCAL_WRITE']);
       const nowhere = { address: 0, rkey: 0 };
@@ -175,6 +206,10 @@ export class StreamConnection implements CompletionListener {
       });
       this.#controlWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: 0, length: 0 });
       this.#keepaliveWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', remote: nowhere, offset: 0, length: 0 });
+      this.#iomapWrite = this.#qp.prepareSend(this.#staging, {
+        opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: this.#iomapSlotsAt(), length: IOMAP_SIZE, inline: this.#inline >= IOMAP_SIZE,
+      });
+      this.#directWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', remote: nowhere, offset: 0, length: 0 });
       this.#recv = this.#qp.prepareRecv(sink, { offset: 0, length: 4 });
       this.#recvBatch = this.#qp.prepareRecvChain(sink, { count: REPOST_BATCH, offset: 0, length: 4, stride: 0 });
     } catch (error) {
@@ -220,6 +255,12 @@ export class StreamConnection implements CompletionListener {
     this.#remoteSglKey = peer.targetSgl.key;
     this.#remoteSglEntries = peer.targetSgl.length;
     this.#sendSeqLimit = peer.credits;
+    if (peer.flags & CONN_FLAG_IOMAP) {
+      // rsockets: the peer's iomap table follows its target SGL, under the same key.
+      this.#remoteIomapAddress = Number(peer.targetSgl.address) + SGE_SIZE * peer.targetSgl.length;
+      this.#remoteIomapKey = peer.targetSgl.key;
+      this.#remoteIomapUsed = new Uint8Array(peer.targetIomapSize);
+    }
     writeSge(this.#targetView, 0, Number(peer.dataBuf.address), peer.dataBuf.key, peer.dataBuf.length, HOST_IS_BIG_ENDIAN);
     this.#started = true;
     // A receiver that falls behind makes its peer wait this long per RNR NAK (rdma_cm leaves 655 ms).
@@ -308,7 +349,10 @@ export class StreamConnection implements CompletionListener {
     this.#inFlightHead = (this.#inFlightHead + 1) % this.#inFlight.length;
     this.#inFlightCount--;
     if (returned === CONTROL) this.#controlFree++;
-    else {
+    else if (returned === IOMAP) {
+      this.#iomapInFlight--;
+      this.#sendQueueFree++;
+    } else {
       this.#completed += returned;
       this.#sendQueueFree++;
     }
@@ -455,44 +499,168 @@ export class StreamConnection implements CompletionListener {
     const room = this.writeRoom;
     const length = Math.min(room, data.byteLength - offset);
     if (length <= 0) return 0;
+    this.#stage(data, offset, length);
+    this.#flush();
+    return length;
+  }
+
+  /** Copies `length` bytes of `data` from `offset` into the staging ring (wrapping). */
+  #stage(data: Uint8Array, offset: number, length: number): void {
     const at = this.#staged % this.#sendBytes;
     const first = Math.min(length, this.#sendBytes - at);
     const staging = this.#staging.buffer;
     staging.set(data.subarray(offset, offset + first), at);
     if (first < length) staging.set(data.subarray(offset + first, offset + length), 0);
     this.#staged += length;
-    this.#flush();
-    return length;
   }
 
-  /** Posts staged bytes into the peer's current buffer while credits, queue entries and buffer last. */
+  /**
+   * Posts what is staged, in order: mapping entries first (rsockets sends them
+   * before the next message), then stream bytes into the peer's current
+   * buffer while credits, queue entries and buffer last, and riowrite bytes
+   * into the peer's mapped memory where they were staged.
+   */
   #flush(): void {
-    const view = this.#targetView;
-    while (this.#posted < this.#staged && this.#started && !this.#failed && this.#peerEnd !== 'disconnect' && this.#localEnd !== 'disconnect') {
-      if (this.#sendQueueFree === 0 || this.#sendSeq === this.#sendSeqLimit) return;
-      const slot = this.#targetSge * SGE_SIZE;
-      const room = readSgeLength(view, slot, HOST_IS_BIG_ENDIAN);
-      if (room === 0) return;
-      const at = this.#posted % this.#sendBytes;
-      const length = Math.min(this.#staged - this.#posted, this.#sendBytes - at, DEFAULTS.maxTransfer, room);
-      const address = readSgeAddress(view, slot, HOST_IS_BIG_ENDIAN);
-      const key = readSgeKey(view, slot, HOST_IS_BIG_ENDIAN);
-      // Local state first: once the write lands the peer may reuse this slot.
-      writeSge(view, slot, address + length, key, room - length, HOST_IS_BIG_ENDIAN);
-      if (room === length) this.#targetSge = (this.#targetSge + 1) % TARGET_SGL_ENTRIES;
-      this.#sendSeq = (this.#sendSeq + 1) & 0xffff;
-      this.#sendQueueFree--;
-      const write = length <= this.#inline && this.#dataWriteInline ? this.#dataWriteInline : this.#dataWrite;
-      write.setRange(at, length);
-      write.setRemote(address, key);
-      write.setImmediate(immediate(Op.DATA, length));
-      this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = length;
-      this.#sendsPosted++;
-      write.post();
-      this.#posted += length;
-      this.bytesWritten += length;
+    while (this.#started && !this.#failed && this.#peerEnd !== 'disconnect' && this.#localEnd !== 'disconnect') {
+      if (this.#iomapQueue.length > 0 && this.#posted < this.#staged) {
+        if (!this.#sendIomap(this.#iomapQueue[0]!)) return;
+        this.#iomapQueue.shift();
+        continue;
+      }
+      const direct = this.#direct[0];
+      if (direct && direct.at === this.#posted) {
+        if (!this.#postDirect(direct)) return;
+        continue;
+      }
+      const streamEnd = direct ? direct.at : this.#staged;
+      if (this.#posted >= streamEnd) break;
+      if (!this.#postStream(streamEnd - this.#posted)) return;
     }
     if (this.#posted === this.#staged && this.#endQueued) this.#sendEnd();
+  }
+
+  /** One data message of up to `available` staged bytes; false when credits, queue or the peer's buffer ran out. */
+  #postStream(available: number): boolean {
+    if (this.#sendQueueFree === 0 || this.#sendSeq === this.#sendSeqLimit) return false;
+    const view = this.#targetView;
+    const slot = this.#targetSge * SGE_SIZE;
+    const room = readSgeLength(view, slot, HOST_IS_BIG_ENDIAN);
+    if (room === 0) return false;
+    const at = this.#posted % this.#sendBytes;
+    const length = Math.min(available, this.#sendBytes - at, DEFAULTS.maxTransfer, room);
+    const address = readSgeAddress(view, slot, HOST_IS_BIG_ENDIAN);
+    const key = readSgeKey(view, slot, HOST_IS_BIG_ENDIAN);
+    // Local state first: once the write lands the peer may reuse this slot.
+    writeSge(view, slot, address + length, key, room - length, HOST_IS_BIG_ENDIAN);
+    if (room === length) this.#targetSge = (this.#targetSge + 1) % TARGET_SGL_ENTRIES;
+    this.#sendSeq = (this.#sendSeq + 1) & 0xffff;
+    const write = length <= this.#inline && this.#dataWriteInline ? this.#dataWriteInline : this.#dataWrite;
+    write.setRange(at, length);
+    write.setRemote(address, key);
+    write.setImmediate(immediate(Op.DATA, length));
+    this.#postData(write, length);
+    return true;
+  }
+
+  #postData(write: PreparedSend, length: number): void {
+    this.#sendQueueFree--;
+    this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = length;
+    this.#sendsPosted++;
+    write.post();
+    this.#posted += length;
+    this.bytesWritten += length;
+  }
+
+  /** rsockets' riowrite of staged bytes: a plain RDMA write, no immediate, no credit, the peer not told. */
+  #postDirect(segment: DirectSegment): boolean {
+    if (this.#sendQueueFree === 0) return false;
+    const at = this.#posted % this.#sendBytes;
+    const length = Math.min(segment.length, this.#sendBytes - at, DEFAULTS.maxTransfer);
+    const write = this.#directWrite;
+    write.setRange(at, length);
+    write.setRemote(segment.address, segment.key);
+    this.#postData(write, length);
+    segment.at += length;
+    segment.address += length;
+    segment.length -= length;
+    if (segment.length === 0) this.#direct.shift();
+    return true;
+  }
+
+  /** An iomap entry into the peer's table (imm IOMAP_SGL | index); it costs a credit, as in rsockets. */
+  #sendIomap(mapping: RemoteMapping): boolean {
+    if (this.#sendQueueFree === 0 || this.#sendSeq === this.#sendSeqLimit || this.#iomapInFlight === IOMAP_SLOTS) return false;
+    const slot = this.#iomapSlotsAt() + IOMAP_SIZE * this.#nextIomapSlot;
+    this.#nextIomapSlot = (this.#nextIomapSlot + 1) % IOMAP_SLOTS;
+    writeIomap(this.#stagingView, slot, mapping.entry, this.#peerBigEndian);
+    const write = this.#iomapWrite;
+    write.setRange(slot, IOMAP_SIZE);
+    write.setRemote(this.#remoteIomapAddress + IOMAP_SIZE * mapping.index, this.#remoteIomapKey);
+    write.setImmediate(immediate(Op.IOMAP_SGL, mapping.index));
+    this.#sendSeq = (this.#sendSeq + 1) & 0xffff;
+    this.#sendQueueFree--;
+    this.#iomapInFlight++;
+    this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = IOMAP;
+    this.#sendsPosted++;
+    write.post();
+    return true;
+  }
+
+  #iomapSlotsAt(): number {
+    return this.#sendBytes + SGE_SIZE * DEFAULTS.controlSlots;
+  }
+
+  /**
+   * rsockets' riomap(PROT_WRITE): registers `buffer` for remote writes and
+   * queues its entry {offset, address, key, length} for the peer, sent
+   * before the next message. Fails with ENOMEM when the peer offered no
+   * free entry (rsockets' own error).
+   */
+  map(buffer: Uint8Array, offset: number): RemoteMapping {
+    const index = this.#remoteIomapUsed.indexOf(0);
+    if (index < 0) {
+      const error = new Error(`the peer offers ${this.#remoteIomapUsed.length} iomap entries and all are in use`) as Error & { code: string };
+      error.code = 'ENOMEM';
+      throw error;
+    }
+    const region = this.#pd.register(buffer, ['LOCAL_WRITE', 'REMOTE_WRITE']);
+    this.#remoteIomapUsed[index] = 1;
+    const mapping: RemoteMapping = { index, region, entry: { offset, address: Number(region.address), key: region.rkey, length: region.length } };
+    this.#iomapQueue.push(mapping);
+    return mapping;
+  }
+
+  /** rsockets' riounmap: frees the entry locally (nothing is sent) and deregisters the memory. */
+  unmap(mapping: RemoteMapping): void {
+    const queued = this.#iomapQueue.indexOf(mapping);
+    if (queued >= 0) this.#iomapQueue.splice(queued, 1);
+    this.#remoteIomapUsed[mapping.index] = 0;
+    if (!this.#released) mapping.region.close();
+  }
+
+  /**
+   * rsockets' riowrite: stages what fits of `data` (from `from`) for an RDMA
+   * write into the peer's mapping that covers `remoteOffset`; returns the
+   * bytes taken, or -1 when no entry the peer sent covers that offset.
+   */
+  writeDirect(data: Uint8Array, from: number, remoteOffset: number): number {
+    if (!this.writable) return 0;
+    let entry: WireIomap | undefined;
+    for (let i = 0; i < this.sizes.iomapEntries; i++) {
+      const candidate = readIomap(this.#targetView, LOCAL_IOMAP_OFFSET + IOMAP_SIZE * i, HOST_IS_BIG_ENDIAN);
+      if (candidate.length > 0 && candidate.offset <= remoteOffset && remoteOffset < candidate.offset + candidate.length) {
+        entry = candidate;
+        break;
+      }
+    }
+    if (!entry) return -1;
+    const length = Math.min(this.writeRoom, data.byteLength - from, entry.offset + entry.length - remoteOffset);
+    if (length <= 0) return 0;
+    const at = this.#staged;
+    this.#stage(data, from, length);
+    this.#direct.push({ at, length, address: entry.address + (remoteOffset - entry.offset), key: entry.key });
+    this.#flush();
+    return length;
   }
 
   /** Bytes copied in and not yet posted. */
@@ -576,6 +744,7 @@ export class StreamConnection implements CompletionListener {
     if (this.#started && !this.#failed && this.#localEnd !== 'disconnect' && this.#peerEnd !== 'disconnect') {
       this.#endQueued = 'disconnect';
       this.#posted = this.#staged; // unsent bytes are dropped, as a closed socket's are
+      this.#direct.length = 0;
       const sent = new Promise<void>((resolve) => {
         this.#endSent = resolve;
       });
