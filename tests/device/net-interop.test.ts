@@ -14,6 +14,7 @@ import { deviceAddress, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
 import { rstreamExchange } from '../support/rstream-peer.js';
 import { rcopyClient, rcopyServe } from '../support/rcopy-peer.js';
+import { riostreamExchange } from '../support/riostream-peer.js';
 
 /** rstream's custom runs: latency (count 1) and bandwidth (iterations 1) at each size. */
 const PLANS = [
@@ -36,9 +37,9 @@ function checkRstream(result: Finished): void {
 }
 
 /** Connects, retrying while the peer tool is still starting (bounded). */
-async function connectWhenListening(port: number): Promise<RdmaSocket> {
+async function connectWhenListening(port: number, iomapEntries = 0): Promise<RdmaSocket> {
   for (let attempt = 0; ; attempt++) {
-    const socket = connect({ port, host: deviceAddress() });
+    const socket = connect({ port, host: deviceAddress(), rdma: { iomapEntries } });
     const closed = new Promise((resolve) => socket.once('close', resolve));
     // Plain listeners: events.once('connect') would reject at the 'error' event itself.
     const outcome = await new Promise<'connected' | (Error & { code: string })>((resolve) => {
@@ -129,3 +130,50 @@ test('TypeScript client → rcopy server: the file arrives whole (sha256)', { ti
     rmSync(folder, { recursive: true, force: true });
   }
 });
+
+/** riostream's custom runs: every byte after the sync moves by RDMA writes into the peer's mapped buffer. */
+const IO_PLANS = [
+  { name: '64 B latency', size: 64, count: 1, iterations: 200 },
+  { name: '4 KiB bandwidth', size: 4096, count: 50, iterations: 2 },
+  { name: '1 MiB latency', size: 1 << 20, count: 1, iterations: 3 },
+];
+
+for (const plan of IO_PLANS) {
+  test(`riostream client → TypeScript server (iomap): ${plan.name}`, { timeout: 180_000 }, async () => {
+    const server = createServer({ rdma: { iomapEntries: 1 } });
+    const served = new Promise<void>((resolve, reject) => {
+      server.once('connection', (socket) => {
+        riostreamExchange(socket, 'server', plan).then(() => socket.end(), reject);
+        socket.on('error', reject);
+        socket.on('close', () => resolve());
+      });
+    });
+    server.listen(0, deviceAddress());
+    await once(server, 'listening');
+    try {
+      const tool = start('riostream', ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
+      const [result] = await Promise.all([tool.finished, served]);
+      checkRstream(result);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  test(`TypeScript client → riostream server (iomap): ${plan.name}`, { timeout: 180_000 }, async () => {
+    const port = freshPort();
+    const tool = start('riostream', ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
+    try {
+      const socket = await connectWhenListening(port, 1);
+      // If the tool gives up first, say what it printed.
+      const toolEnded = tool.finished.then((result) => {
+        throw new Error(`riostream exited first: ${JSON.stringify(result)}`);
+      });
+      await Promise.race([riostreamExchange(socket, 'client', plan), toolEnded]);
+      socket.end();
+      await new Promise((resolve) => socket.once('close', resolve));
+      checkRstream(await tool.finished);
+    } finally {
+      tool.kill();
+    }
+  });
+}

@@ -7,8 +7,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { connect, createServer, type RdmaServer, type RdmaSocket } from '../../src/net/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
+import { EventChannel, WorkCompletionError, createId } from '../../src/index.js';
+import { decodeConnData, encodeConnData } from '../../src/net/wire.js';
 
 /** A listening echo server (pipes each socket back to itself). */
 async function echoServer(options: Parameters<typeof createServer>[0] = {}): Promise<{ server: RdmaServer; port: number }> {
@@ -150,6 +154,140 @@ test('for await over a socket, and server.getConnections / maxConnections', { ti
     a.end('x');
     assert.equal((await collect(a)).toString(), 'x');
   } finally {
+    await closeServer(server);
+  }
+});
+
+test('a paused reader stops the writer: nothing buffers without bound while 1 GiB is on offer', { timeout: 120_000 }, async () => {
+  const server = createServer({ pauseOnConnect: true });
+  const accepted = once(server, 'connection') as Promise<[RdmaSocket]>;
+  server.listen(0, deviceAddress());
+  await once(server, 'listening');
+  try {
+    const client = connect({ port: server.address()!.port, host: deviceAddress() });
+    client.on('error', () => undefined);
+    await once(client, 'connect');
+    const [serverSide] = await accepted;
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    let offered = 0;
+    const source = new Readable({
+      read() {
+        if (offered >= 1 << 30) return void this.push(null);
+        offered += chunk.length;
+        this.push(chunk);
+      },
+    });
+    source.pipe(client);
+    const rssBefore = process.memoryUsage().rss;
+    let rssPeak = rssBefore;
+    for (let i = 0; i < 10; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      rssPeak = Math.max(rssPeak, process.memoryUsage().rss);
+    }
+    // Bounded by the buffers: the two rings (128 KiB each), the staging ring, and the streams' highWaterMarks.
+    const offeredWhilePaused = offered;
+    assert.ok(offeredWhilePaused < 4 << 20, `the writer was pulled for ${offeredWhilePaused} bytes while its reader was paused`);
+    assert.ok(rssPeak - rssBefore < 64 << 20, `RSS grew by ${rssPeak - rssBefore} bytes while paused`);
+    // Resumed, the bytes flow again.
+    let received = 0;
+    serverSide.on('data', (data: Buffer) => (received += data.length));
+    serverSide.resume();
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    assert.ok(received > offeredWhilePaused, `only ${received} bytes arrived after the resume`);
+    source.unpipe(client);
+    source.destroy();
+    client.destroy();
+  } finally {
+    await closeServer(server);
+  }
+});
+
+test('a hostile peer cannot write into another connection\'s memory with its address and key', { timeout: 60_000 }, async () => {
+  const server = createServer({ pauseOnConnect: true });
+  const sockets: RdmaSocket[] = [];
+  server.on('connection', (socket) => {
+    socket.on('error', () => undefined);
+    sockets.push(socket);
+  });
+  server.listen(0, deviceAddress());
+  await once(server, 'listening');
+  using channel = new EventChannel();
+  /** An rsockets client by hand, through the safe API: it learns the server's ring address and key. */
+  const rawConnect = async () => {
+    const id = createId(channel);
+    await id.resolveAddr({ address: deviceAddress(), port: server.address()!.port });
+    await id.resolveRoute();
+    const qp = id.createQp({ sendWr: 8, recvWr: 8 });
+    const memory = id.pd.register(Buffer.alloc(8192), ['LOCAL_WRITE', 'REMOTE_WRITE']);
+    for (let i = 0; i < 8; i++) qp.postRecv(memory, { offset: 0, length: 4 });
+    const established = await id.connect({
+      privateData: encodeConnData({
+        flags: 0x02, credits: 8, targetIomapSize: 0,
+        targetSgl: { address: memory.address, key: memory.rkey, length: 2 },
+        dataBuf: { address: memory.address + 4096n, key: memory.rkey, length: 2048 },
+      }),
+      responderResources: 0, initiatorDepth: 0,
+    });
+    return { id, qp, memory, peer: decodeConnData(established.privateData) };
+  };
+  try {
+    const a = await rawConnect();
+    const b = await rawConnect();
+    while (sockets.length < 2) await once(server, 'connection');
+    const ringB = { address: b.peer.dataBuf.address, rkey: b.peer.dataBuf.key };
+    // B's own, legitimate message: 200 known bytes at the start of its ring.
+    b.memory.buffer.fill(0x5a, 0, 200);
+    b.qp.postSend(b.memory, { opcode: 'RDMA_WRITE', offset: 0, length: 200, immediate: 200, remote: ringB });
+    assert.equal((await b.qp.nextSendCompletion()).status, 'SUCCESS');
+    // A writes into B's ring with B's address and key, through A's own queue pair.
+    a.memory.buffer.fill(0xee, 0, 16);
+    a.qp.postSend(a.memory, { opcode: 'RDMA_WRITE', offset: 0, length: 16, remote: { address: ringB.address + 100n, rkey: ringB.rkey } });
+    await assert.rejects(a.qp.nextSendCompletion(), (error: unknown) => {
+      assert.ok(error instanceof WorkCompletionError);
+      assert.equal(error.completion.status, 'REM_ACCESS_ERR');
+      return true;
+    });
+    // B's bytes are untouched.
+    const serverB = sockets[1]!;
+    const read = once(serverB, 'data');
+    serverB.resume();
+    const [data] = (await read) as [Buffer];
+    assert.deepEqual(data, Buffer.alloc(200, 0x5a));
+    a.id.close();
+    b.id.close();
+  } finally {
+    for (const socket of sockets) socket.destroy();
+    await closeServer(server);
+  }
+});
+
+test('a peer killed with SIGKILL: the socket reports ECONNRESET, then closes, within 10 s (keepalive on)', { timeout: 90_000 }, async () => {
+  const server = createServer({ keepAlive: true, keepAliveInitialDelay: 1000 });
+  const accepted = once(server, 'connection') as Promise<[RdmaSocket]>;
+  server.listen(0, deviceAddress());
+  await once(server, 'listening');
+  const net = fileURLToPath(new URL('../../src/net/index.js', import.meta.url));
+  const peer = spawn(process.execPath, ['--input-type=module', '-e', `
+    const { connect } = await import(${JSON.stringify(net)});
+    const socket = connect(${server.address()!.port}, ${JSON.stringify(deviceAddress())}, () => console.log('connected'));
+    socket.on('error', () => {});
+    setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const [socket] = await accepted;
+    assert.equal(socket.keepAlive, true);
+    const errors: (Error & { code?: string })[] = [];
+    socket.on('error', (error) => errors.push(error));
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    await once(peer.stdout!, 'data');
+    const killedAt = performance.now();
+    peer.kill('SIGKILL');
+    await closed;
+    const elapsed = performance.now() - killedAt;
+    assert.ok(elapsed < 10_000, `closed ${elapsed.toFixed(0)} ms after the kill`);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]!.code, 'ECONNRESET');
+  } finally {
+    peer.kill('SIGKILL');
     await closeServer(server);
   }
 });

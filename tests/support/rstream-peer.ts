@@ -28,6 +28,10 @@ export class ExactReader {
       this.#error = error;
       this.#wake?.();
     });
+    stream.on('close', () => {
+      this.#error ??= new Error('the stream closed before its end');
+      this.#wake?.();
+    });
   }
 
   async read(length: number): Promise<Buffer> {

@@ -1,0 +1,71 @@
+// riostream's application protocol (rdma-core librdmacm/examples/riostream.c),
+// for a TypeScript peer of the real tool: each side maps its buffer for the
+// peer's RDMA writes (riomap at offset 0), a 16-byte sync goes each way over
+// the stream (which carries each side's iomap entry first), then per iteration
+// each side RDMA-writes the whole buffer `count` times into the peer's, the
+// last one with a marker in its last byte that the peer polls for (even from
+// the client, odd from the server). With -T v the final write of an iteration
+// carries the sender's running byte count mod 256 in bytes 0..size-2.
+import { Buffer } from 'node:buffer';
+import type { RdmaSocket } from '../../src/net/index.js';
+import { ExactReader } from './rstream-peer.js';
+
+/** Polls `ready` on the event loop (completions keep flowing meanwhile), bounded. */
+async function until(ready: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error('the peer never wrote the marker');
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+export async function riostreamExchange(
+  socket: RdmaSocket, role: 'client' | 'server', plan: { size: number; count: number; iterations: number }, timeoutMs = 60_000,
+): Promise<void> {
+  const { size } = plan;
+  const reader = new ExactReader(socket);
+  const buffer = Buffer.alloc(size);
+  buffer[size - 1] = 0xff;
+  const mapping = socket.mapForRemoteWrite(buffer, { offset: 0 });
+  let sent = 0;
+  let received = 0;
+  let marker = 0;
+  const write = (data: Buffer) => new Promise<void>((resolve, reject) => socket.write(data, (error) => (error ? reject(error) : resolve())));
+  const finalWrite = async () => {
+    for (let i = 0; i < size - 1; i++) buffer[i] = (sent + i) & 0xff;
+    sent += size - 1;
+    buffer[size - 1] = marker++ & 0xff;
+    await socket.writeToRemote(buffer, 0);
+  };
+  const awaitPeer = async () => {
+    const expected = marker++ & 0xff;
+    await until(() => buffer[size - 1] === expected, timeoutMs);
+    for (let i = 0; i < size - 1; i++) {
+      if (buffer[i] !== ((received + i) & 0xff)) throw new Error(`data verification failed at byte ${received + i}`);
+    }
+    received += size - 1;
+  };
+  const writeRound = async () => {
+    for (let i = 0; i < plan.count - 1; i++) await socket.writeToRemote(buffer, 0);
+    await finalWrite();
+  };
+  try {
+    if (role === 'client') {
+      await write(Buffer.alloc(16));
+      await reader.read(16);
+      for (let i = 0; i < plan.iterations; i++) {
+        await writeRound();
+        await awaitPeer();
+      }
+    } else {
+      await reader.read(16);
+      await write(Buffer.alloc(16));
+      for (let i = 0; i < plan.iterations; i++) {
+        await awaitPeer();
+        await writeRound();
+      }
+    }
+  } finally {
+    mapping.unmap();
+  }
+}
