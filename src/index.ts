@@ -36,5 +36,5 @@ export {
   type WcFlagName, type WcOpcodeName, type WcStatusName,
 } from './api/enums.js';
 export {
-  RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, type ArgumentIssue,
+  RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, AbortError, type ArgumentIssue,
 } from './api/errors.js';

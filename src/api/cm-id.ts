@@ -20,7 +20,7 @@ import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventCon
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
 import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
-import { ResourceClosedError } from './errors.js';
+import { abortError, ResourceClosedError } from './errors.js';
 import { EventChannel, type EventTarget } from './event-channel.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
@@ -73,7 +73,7 @@ const joinSchema = waitSchema.extend({ sendOnly: z.boolean().default(false) });
 /** Parses the options of an operation about to be issued: an aborted signal stops it before the call. */
 function issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined }>>(operation: string, schema: S, options: unknown): z.output<S> {
   const parsed = parseArgument(operation, 'options', schema, options);
-  parsed.signal?.throwIfAborted();
+  if (parsed.signal?.aborted) throw abortError(parsed.signal);
   return parsed;
 }
 
@@ -183,7 +183,7 @@ class Waiter {
 
   /** The abort signal fired (the waiter is its own listener). */
   handleEvent(): void {
-    this.reject(this.signal!.reason);
+    this.reject(abortError(this.signal!));
   }
 
   #settle(): boolean {
@@ -761,7 +761,7 @@ export class CmId extends Resource implements EventTarget {
       const index = this.#inbox.findIndex((e) => expected.includes(e.type as CmEventTypeName));
       if (index >= 0) return Promise.resolve(this.#inbox.splice(index, 1)[0]!);
     }
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Waiter(operation, expected, timeoutMs, signal, this.#waiters, this.#channel!).promise;
   }
 

@@ -1,6 +1,7 @@
 // The safe API's error families: native (RdmaError), bad input (RdmaArgumentError),
-// closed resources (ResourceClosedError), failed work (WorkCompletionError) and
-// connection-manager events that end an operation (ConnectionError).
+// closed resources (ResourceClosedError), failed work (WorkCompletionError),
+// connection-manager events that end an operation (ConnectionError) and aborted
+// waits (AbortError, as Node's own).
 import type { z } from 'zod';
 export { RdmaError, UnsupportedError, LibraryLoadError } from '../ffi/errors.js';
 
@@ -45,4 +46,23 @@ export class ResourceClosedError extends Error {
   ) {
     super(`${operation}: the ${resource} is closed${hint ? `; ${hint}` : ''}`);
   }
+}
+
+/**
+ * An operation stopped by its AbortSignal, shaped as Node's own APIs reject
+ * (timers/promises, events.once, fs): name 'AbortError', code 'ABORT_ERR',
+ * the message Node uses, and the signal's reason as `cause`. Not a
+ * DOMException: its numeric `code` is what Node's errors do not have.
+ */
+export class AbortError extends Error {
+  override name = 'AbortError';
+  readonly code = 'ABORT_ERR';
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The AbortError for an aborted `signal`: its reason becomes the cause. */
+export function abortError(signal: AbortSignal): AbortError {
+  return new AbortError(undefined, { cause: signal.reason });
 }

@@ -8,6 +8,7 @@ import {
 import koffi from 'koffi';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
+import { assertAbortedWith } from '../support/abort.js';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { packageRoot } from '../../src/package-info.js';
@@ -233,9 +234,32 @@ test('an AbortSignal stops a connect that nobody answers', { timeout: 30_000 }, 
   const controller = new AbortController();
   const connecting = id.connect(undefined, { signal: controller.signal, timeoutMs: 20_000 });
   controller.abort();
-  await assert.rejects(connecting, { name: 'AbortError' });
+  await assert.rejects(connecting, (error) => {
+    assertAbortedWith(error, controller.signal.reason);
+    return true;
+  });
   id.close();
   assert.equal(id.closed, true);
+});
+
+test('a signal aborted before the call rejects with AbortError, its reason as cause, and issues nothing', { timeout: 30_000 }, async () => {
+  using channel = new EventChannel();
+  using id = createId(channel);
+  const reason = new Error('changed my mind');
+  const early = AbortSignal.abort(reason);
+  await assert.rejects(id.resolveAddr({ address: deviceAddress(), port: freshPort() }, { signal: early }), (error) => {
+    assertAbortedWith(error, reason);
+    return true;
+  });
+  assert.equal(id.peerAddress, undefined, 'rdma_resolve_addr was not called');
+  // A wait with no call before it (waitForDisconnect) refuses the same way.
+  await assert.rejects(id.waitForDisconnect({ signal: AbortSignal.abort('no') }), (error) => {
+    assertAbortedWith(error, 'no');
+    return true;
+  });
+  // The id is untouched: it resolves as usual afterwards.
+  await id.resolveAddr({ address: deviceAddress(), port: freshPort() }, { timeoutMs: 5000 });
+  assert.equal(id.peerAddress?.address, deviceAddress());
 });
 
 test('the longest timeout an operation takes arms no timer beyond setTimeout\'s limit', { timeout: 30_000 }, async () => {
