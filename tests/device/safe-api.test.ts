@@ -259,7 +259,8 @@ test('a signal aborted before the call rejects with AbortError, its reason as ca
   });
   // The id is untouched: it resolves as usual afterwards.
   await id.resolveAddr({ address: deviceAddress(), port: freshPort() }, { timeoutMs: 5000 });
-  assert.equal(id.peerAddress?.address, deviceAddress());
+  const resolved: CmId = id; // the assertion above narrowed id.peerAddress to undefined
+  assert.equal(resolved.peerAddress?.address, deviceAddress());
 });
 
 test('the longest timeout an operation takes arms no timer beyond setTimeout\'s limit', { timeout: 30_000 }, async () => {
