@@ -320,7 +320,7 @@ export class CmId extends Resource implements EventTarget {
   #checkReusedPd(operation: string): void {
     const known = this.#protectionDomain;
     if (known?.owned && known.closed) {
-      throw argumentError(operation, 'pd', 'this id\'s last queue pair or SRQ was on your protection domain, closed since, and librdmacm would reuse it: pass an open one');
+      throw new ResourceClosedError('protection domain', operation, 'this id\'s last queue pair or SRQ was on it, closed since, and librdmacm would reuse it: give createQp() or createSrq() an open one');
     }
   }
 
@@ -400,7 +400,7 @@ export class CmId extends Resource implements EventTarget {
     const a = parseArgument(operation, 'attr', createQpSchema, attr);
     if (pd !== undefined) {
       if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
-      if (pd.closed) throw argumentError(operation, 'pd', 'the protection domain is closed');
+      if (pd.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     }
     if (pd === undefined) this.#checkReusedPd(operation);
     const verbs = this.#deviceHandle(operation);
@@ -437,7 +437,8 @@ export class CmId extends Resource implements EventTarget {
     if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
     if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
-    if (pd !== undefined && (!(pd instanceof ProtectionDomain) || pd.closed)) throw argumentError(operation, 'pd', 'expected an open ProtectionDomain');
+    if (pd !== undefined && !(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
+    if (pd?.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     if (pd === undefined) this.#checkReusedPd(operation);
     this.#deviceHandle(operation);
     const init = Buffer.alloc(ibv_srq_init_attr.size);
@@ -618,7 +619,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_migrate_id';
     this.ensureOpen(operation);
     if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
-    if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
+    if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
     const busy = this.#waiters.map((w) => w.operation);
     if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
     checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
@@ -843,7 +844,7 @@ function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema
 
 /** A CQ given to createQp: open, and on the id's device (ibv_create_qp would refuse another's, or worse). */
 function checkOwnCq(operation: string, path: string, cq: CompletionQueue, verbs: Pointer): void {
-  if (cq.closed) throw argumentError(operation, path, 'the completion queue is closed');
+  if (cq.closed) throw new ResourceClosedError('completion queue', operation, undefined, path);
   if (cq.contextHandle !== verbs) throw argumentError(operation, path, 'this completion queue is on another device: make it with id.device.createCq()');
 }
 
@@ -914,7 +915,7 @@ const createIdSchema = z.strictObject({
 export function createId(channel: EventChannel | null, options: z.input<typeof createIdSchema> = {}): CmId {
   const operation = 'rdma_create_id';
   if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
-  if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
+  if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
   const o = parseArgument(operation, 'options', createIdSchema, options);
   const slot = newIdSlot.buffer;
   checkRdma(operation, librdmacm.rdma_create_id(channel ? channel.unsafeHandle : null, slot, null, PortSpace.values[o.portSpace]));

@@ -34,17 +34,25 @@ export class RdmaArgumentError extends TypeError {
   }
 }
 
-/** A resource was used after close() (its own, or a parent's). */
+/**
+ * A resource was used after close() (its own, or a parent's): called, or passed
+ * to a call. Every use of a closed resource throws this, never
+ * RdmaArgumentError, which is for values wrong in themselves; `parameter`
+ * names the argument when the closed resource was one.
+ */
 export class ResourceClosedError extends Error {
   override name = 'ResourceClosedError';
   readonly code = 'ERR_RDMACM_CLOSED';
   constructor(
+    /** What is closed: 'queue pair', 'memory region', … */
     readonly resource: string,
     operation: string,
     /** What to do instead, when there is something. */
     hint?: string,
+    /** The parameter path ('pd', 'options.ud.ah') when the closed resource was passed as an argument. */
+    readonly parameter?: string,
   ) {
-    super(`${operation}: the ${resource} is closed${hint ? `; ${hint}` : ''}`);
+    super(`${operation}: the ${resource}${parameter ? ` passed as ${parameter}` : ''} is closed${hint ? `; ${hint}` : ''}`);
   }
 }
 

@@ -11,7 +11,7 @@ import {
 import { FdWatcher } from '../../src/api/fd-watcher.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
-import { assertAbortedWith } from '../support/abort.js';
+import { assertAbortedWith } from '../support/errors.js';
 
 const MESSAGE = 64;
 

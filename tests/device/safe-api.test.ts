@@ -8,7 +8,7 @@ import {
 import koffi from 'koffi';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
-import { assertAbortedWith } from '../support/abort.js';
+import { assertAbortedWith } from '../support/errors.js';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { packageRoot } from '../../src/package-info.js';
@@ -214,8 +214,8 @@ test('a deregistered region is refused before native code; destroyQp then close 
     const prepared = pair.client.queuePair.prepareRecv(region);
     region.deregister();
     region.deregister();
-    assert.throws(() => prepared.post(), { name: 'RdmaArgumentError', message: /deregistered/ });
-    assert.throws(() => pair.client.postRecv(region), { name: 'RdmaArgumentError', message: /deregistered/ });
+    assert.throws(() => prepared.post(), { name: 'ResourceClosedError', message: /memory region is closed; it was deregistered/ });
+    assert.throws(() => pair.client.postRecv(region), { name: 'ResourceClosedError', message: /memory region passed as region is closed; it was deregistered/ });
     const qp = pair.client.queuePair;
     pair.client.destroyQp();
     assert.equal(qp.closed, true);
@@ -303,7 +303,7 @@ test('a QP on your own PD or SRQ closes before them, and a closed PD of yours is
   assert.equal(region.closed, true);
 
   // Given no PD, librdmacm puts a QP on id->pd, the PD of the id's last QP: that is your PD again.
-  assert.throws(() => onOwnPd.createQp({ sendWr: 1, recvWr: 1 }), { name: 'RdmaArgumentError', message: /closed since/ });
+  assert.throws(() => onOwnPd.createQp({ sendWr: 1, recvWr: 1 }), { name: 'ResourceClosedError', resource: 'protection domain', message: /closed since/ });
   const ownPd = onOwnPd.device!.allocPd();
   onOwnPd.createQp({ sendWr: 1, recvWr: 1 }, ownPd);
   onOwnPd.destroyQp();
@@ -313,7 +313,7 @@ test('a QP on your own PD or SRQ closes before them, and a closed PD of yours is
   second.postRecv(onOwnPd.regMsgs(Buffer.alloc(64)));
   ownPd.close();
   assert.equal(second.closed, true);
-  assert.throws(() => onOwnPd.pd, { name: 'RdmaArgumentError', message: /closed since/ });
+  assert.throws(() => onOwnPd.pd, { name: 'ResourceClosedError', resource: 'protection domain', message: /closed since/ });
 
   // The id's SRQ: closing it closes the QP that takes its receives first.
   using onSrq = await routedId(channel);

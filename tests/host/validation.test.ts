@@ -17,7 +17,7 @@ import {
 } from '../../src/index.js';
 import { RdmaError as FfiRdmaError } from '../../src/ffi/errors.js';
 import { abortError } from '../../src/api/errors.js';
-import { assertAbortedWith } from '../support/abort.js';
+import { assertAbortedWith } from '../support/errors.js';
 import { encodeConnParam, type ConnParam } from '../../src/api/conn-param.js';
 import { endpointSchema, waitSchema } from '../../src/api/cm-id.js';
 import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/validate.js';
@@ -581,6 +581,17 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
       assert.equal(error.code, 'ERR_RDMACM_CLOSED');
       assert.equal(error.resource, 'memory region');
       assert.equal(error.message, 'postSend: the memory region is closed');
+    },
+  },
+  {
+    name: 'ResourceClosedError for a closed argument names the parameter, then the hint',
+    make: () => new ResourceClosedError('memory region', 'QueuePair.postRecv', 'it was deregistered', 'region'),
+    check: (error) => {
+      assert.ok(error instanceof ResourceClosedError);
+      assert.equal(error.code, 'ERR_RDMACM_CLOSED');
+      assert.equal(error.resource, 'memory region');
+      assert.equal(error.parameter, 'region');
+      assert.equal(error.message, 'QueuePair.postRecv: the memory region passed as region is closed; it was deregistered');
     },
   },
   {
