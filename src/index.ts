@@ -28,7 +28,9 @@ export {
   type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,
 } from './api/work-request.js';
 export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
-export { listDevices, rdmaGetDevices, type DeviceInfo, type PortInfo, type GidInfo } from './api/devices.js';
+export {
+  listDevices, rdmaGetDevices, type DeviceInfo, type UnavailableDevice, type DeviceError, type PortInfo, type GidInfo,
+} from './api/devices.js';
 export { type SocketAddress, type AddressFamily } from './api/socket-address.js';
 export {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus,

@@ -67,10 +67,15 @@ export class RdmaError extends Error {
   readonly syscall: string;
   readonly hint: string | undefined;
 
-  /** `described` names an error that is not an errno (getaddrinfo's EAI_* codes). */
-  constructor(syscall: string, errno: number, detail?: string, described?: { code: string; text: string }) {
+  /**
+   * `described.code` and `.text` name an error that is not an errno
+   * (getaddrinfo's EAI_* codes); `described.hint` replaces the usual hint for
+   * the code when the caller knows better (a device name that is not among the
+   * devices is ENODEV too, but there are devices).
+   */
+  constructor(syscall: string, errno: number, detail?: string, described?: { code?: string; text?: string; hint?: string }) {
     const code = described?.code ?? errnoName(errno);
-    const hint = hintFor(code, syscall);
+    const hint = described?.hint ?? hintFor(code, syscall);
     const parts = [`${syscall} failed: ${code} (${described?.text ?? errnoMessage(errno)})`];
     if (detail) parts.push(detail);
     if (hint) parts.push(hint);

@@ -522,6 +522,17 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
     },
   },
   {
+    name: 'RdmaError ENODEV with a hint of its own: a wrong device name among devices is not "no RDMA device"',
+    make: () => new RdmaError('ibv_open_device', 19, 'no device named mlx5_9', { hint: 'this host\'s RDMA device is rxe0: pass one of those names, or none for the first' }),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'ENODEV');
+      assert.equal(error.hint, 'this host\'s RDMA device is rxe0: pass one of those names, or none for the first');
+      assert.match(error.message, /^ibv_open_device failed: ENODEV \([^)]+\) — no device named mlx5_9 — this host's RDMA device is rxe0: pass one of those names, or none for the first$/);
+      assert.doesNotMatch(error.message, /no RDMA device/);
+    },
+  },
+  {
     name: 'RdmaError EADDRNOTAVAIL: the address hint',
     make: () => new RdmaError('rdma_bind_addr', 99),
     check: (error) => {
