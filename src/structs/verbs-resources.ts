@@ -4,7 +4,7 @@ import process from 'node:process';
 import koffi from 'koffi';
 import { cStruct } from './registry.js';
 import { ibv_gid } from './verbs-device.js';
-import type { Pointer } from '../ffi/library.js';
+import type { Pointer } from './pointer.js';
 
 /**
  * pthread_mutex_t and pthread_cond_t on glibc: opaque, sized and aligned. The
