@@ -22,6 +22,7 @@ import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
 import { abortError, ResourceClosedError } from './errors.js';
 import { EventChannel, type EventTarget } from './event-channel.js';
+import { Waiter } from './event-waiter.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { AddressHandle } from './address-handle.js';
@@ -38,6 +39,14 @@ import type { WorkCompletion } from './work-completion.js';
 
 /** A connection-manager event with this API's id objects. */
 export type ConnectionEvent = CmEvent<CmId>;
+
+// The ids a channel's events carry are CmIds. Declared here, by merging into
+// event-channel.ts's ChannelEventIds: that module cannot import this one, which imports it.
+declare module './event-channel.js' {
+  interface ChannelEventIds {
+    readonly id: CmId;
+  }
+}
 
 const ID = {
   verbs: koffi.offsetof(rdma_cm_id, 'verbs'),
@@ -125,81 +134,6 @@ export interface Established {
   readonly conn: EventConnParam | undefined;
   /** For UD (the UDP port space): where the peer's QP is — make an AddressHandle from ud.ahAttr. */
   readonly ud: EventUdParam | undefined;
-}
-
-// The executor of every waiter's promise hands its settle functions over here,
-// so a wait allocates no executor closure (nor compiles one, at its first call).
-let takenResolve: ((event: ConnectionEvent) => void) | undefined;
-let takenReject: ((error: unknown) => void) | undefined;
-function takeSettleFunctions(resolve: (event: ConnectionEvent) => void, reject: (error: unknown) => void): void {
-  takenResolve = resolve;
-  takenReject = reject;
-}
-
-/**
- * An operation waiting on an id for one of `expected`. It ends at the first of:
- * that event, an ending event, its deadline (the channel's timer), its abort
- * signal, or the id's close. One object, no closures: hundreds may wait at once.
- */
-class Waiter {
-  readonly deadline: number;
-  readonly promise: Promise<ConnectionEvent>;
-  readonly #onResolve: (event: ConnectionEvent) => void;
-  readonly #onReject: (error: unknown) => void;
-  #settled = false;
-
-  constructor(
-    readonly operation: string,
-    readonly expected: readonly CmEventTypeName[],
-    private readonly timeoutMs: number | undefined,
-    private readonly signal: AbortSignal | undefined,
-    /** The id's waiters, a plain array: a Set would hash and rehash a new object for every wait. */
-    private readonly waiters: Waiter[],
-    private readonly channel: EventChannel,
-  ) {
-    // First: a closed channel refuses, and then nothing is left registered.
-    this.deadline = channel.expect(timeoutMs);
-    this.promise = new Promise(takeSettleFunctions);
-    this.#onResolve = takenResolve!;
-    this.#onReject = takenReject!;
-    // Not held beyond this: a settled promise keeps its event, and the event its id.
-    takenResolve = takenReject = undefined;
-    waiters.push(this);
-    signal?.addEventListener('abort', this, { once: true });
-  }
-
-  resolve(event: ConnectionEvent): void {
-    if (this.#settle()) this.#onResolve(event);
-  }
-
-  reject(error: unknown): void {
-    if (this.#settle()) this.#onReject(error);
-  }
-
-  /** The channel's timer: the deadline passed. */
-  expire(): void {
-    this.reject(new RdmaError(this.operation, 110 /* ETIMEDOUT */, `no event within ${this.timeoutMs} ms`));
-  }
-
-  /** The abort signal fired (the waiter is its own listener). */
-  handleEvent(): void {
-    this.reject(abortError(this.signal!));
-  }
-
-  #settle(): boolean {
-    if (this.#settled) return false;
-    this.#settled = true;
-    // In order: offerEvent walks the array while waiters leave it.
-    const waiters = this.waiters;
-    const index = waiters.indexOf(this);
-    if (index >= 0) {
-      for (let i = index; i < waiters.length - 1; i++) waiters[i] = waiters[i + 1]!;
-      waiters.pop();
-    }
-    this.signal?.removeEventListener('abort', this);
-    this.channel.settle();
-    return true;
-  }
 }
 
 /**
