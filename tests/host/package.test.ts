@@ -93,6 +93,29 @@ test('the tarball installs and imports with no compiler on PATH', { timeout: 300
   const version = execFileSync(join(app, 'node_modules/.bin/rdmacm'), ['--version'], { cwd: app, env, encoding: 'utf8' });
   assert.match(version, /^rdmacm \d+\.\d+\.\d+/);
   installedCli = join(app, 'node_modules/.bin/rdmacm');
+
+  // The published declarations type-check on their own, from a consumer's side.
+  writeFileSync(join(app, 'consumer.ts'), `
+    import { AbortError, EventChannel, ResourceClosedError, listDevices, raw, type CmId, type DeviceInfo } from 'rdmacm';
+    import { librdmacm } from 'rdmacm/raw';
+    export async function idsOf(channel: EventChannel): Promise<CmId[]> {
+      const ids: CmId[] = [];
+      for await (const event of channel) ids.push(event.id); // a channel's events carry CmIds
+      return ids;
+    }
+    export const described = (): DeviceInfo[] => listDevices().filter((device): device is DeviceInfo => !('error' in device));
+    export const errors: [string, string] = [new AbortError().code, new ResourceClosedError('queue pair', 'postSend').code];
+    export const sameTable: typeof raw.librdmacm = librdmacm;
+  `);
+  writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: {
+      module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2022', 'esnext.disposable'], strict: true, noEmit: true,
+      skipLibCheck: false, types: ['node'], typeRoots: [join(repoRoot, 'node_modules/@types')],
+    },
+    files: ['consumer.ts'],
+  }));
+  const tsc = spawnSync(process.execPath, [join(repoRoot, 'node_modules/typescript/bin/tsc'), '-p', app], { cwd: app, encoding: 'utf8' });
+  assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
 });
 
 // npm 11 warns that koffi's install script is not covered by `allowScripts`,
