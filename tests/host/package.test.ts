@@ -96,8 +96,9 @@ test('the tarball installs and imports with no compiler on PATH', { timeout: 300
 
   // The published declarations type-check on their own, from a consumer's side.
   writeFileSync(join(app, 'consumer.ts'), `
-    import { AbortError, EventChannel, ResourceClosedError, listDevices, raw, type CmId, type DeviceInfo } from 'rdmacm';
+    import { AbortError, EventChannel, ResourceClosedError, listDevices, noDeviceFoundReason, raw, type CmId, type DeviceInfo, type MissingPiece } from 'rdmacm';
     import { librdmacm } from 'rdmacm/raw';
+    import { createServer, type RdmaSocket } from 'rdmacm/net';
     export async function idsOf(channel: EventChannel): Promise<CmId[]> {
       const ids: CmId[] = [];
       for await (const event of channel) ids.push(event.id); // a channel's events carry CmIds
@@ -106,6 +107,9 @@ test('the tarball installs and imports with no compiler on PATH', { timeout: 300
     export const described = (): DeviceInfo[] => listDevices().filter((device): device is DeviceInfo => !('error' in device));
     export const errors: [string, string] = [new AbortError().code, new ResourceClosedError('queue pair', 'postSend').code];
     export const sameTable: typeof raw.librdmacm = librdmacm;
+    export const server: ReturnType<typeof createServer> | undefined = undefined;
+    export const onSocket = (socket: RdmaSocket): void => void socket.end();
+    export const noDevice = (): [string, MissingPiece | undefined] => [noDeviceFoundReason(), undefined];
   `);
   writeFileSync(join(app, 'tsconfig.json'), JSON.stringify({
     compilerOptions: {
