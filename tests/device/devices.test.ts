@@ -105,6 +105,7 @@ test('DeviceContext.open(name) with a name no device has: ENODEV that names the 
     assert.match(error.hint!, /pass one of those names/);
     assert.ok(!error.message.includes(noDeviceAdvice()), `no advice to create a device: ${error.message}`);
     assert.doesNotMatch(error.message, /no RDMA device/);
+    assert.equal(error.missing, undefined, 'not diagnosed as a missing piece of the stack');
     return true;
   });
   // The right name still opens.

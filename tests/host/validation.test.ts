@@ -530,6 +530,17 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
       assert.equal(error.hint, 'this host\'s RDMA device is rxe0: pass one of those names, or none for the first');
       assert.match(error.message, /^ibv_open_device failed: ENODEV \([^)]+\) — no device named mlx5_9 — this host's RDMA device is rxe0: pass one of those names, or none for the first$/);
       assert.doesNotMatch(error.message, /no RDMA device/);
+      assert.equal(error.missing, undefined, 'its own hint overrides the missing-piece diagnosis: nothing is missing, the name is wrong');
+    },
+  },
+  {
+    name: 'RdmaError EACCES for a device file libibverbs reported as ENOENT: the permission hint, not a missing piece',
+    make: () => new RdmaError('ibv_open_device', 13, 'device rxe1: this process may not read and write /dev/infiniband/uverbs1 (libibverbs reported ENOENT)'),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'EACCES');
+      assert.equal(error.missing, undefined);
+      assert.match(error.message, /RDMA devices under \/dev\/infiniband need read\/write access$/);
     },
   },
   {
