@@ -4,7 +4,7 @@
 //   ./node_modules/.bin/tsx examples/rdma_server.ts [-s ADDRESS] [-p PORT]
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { createEndpoint } from '../src/index.js';
+import { createEndpoint } from 'rdmacm';
 
 const MESSAGE_SIZE = 16;
 

@@ -28,7 +28,10 @@ export {
   type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,
 } from './api/work-request.js';
 export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
-export { listDevices, rdmaGetDevices, noDeviceFoundReason, type DeviceInfo, type PortInfo, type GidInfo } from './api/devices.js';
+export {
+  listDevices, rdmaGetDevices, noDeviceFoundReason,
+  type DeviceInfo, type UnavailableDevice, type DeviceError, type PortInfo, type GidInfo,
+} from './api/devices.js';
 export { type SocketAddress, type AddressFamily } from './api/socket-address.js';
 export {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus,
@@ -36,7 +39,8 @@ export {
   type WcFlagName, type WcOpcodeName, type WcStatusName,
 } from './api/enums.js';
 export {
-  RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, type ArgumentIssue, type MissingPiece, type Requirement,
+  RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, AbortError,
+  type ArgumentIssue, type MissingPiece, type Requirement,
 } from './api/errors.js';
 
 // Sockets over RDMA (also as 'rdmacm/net').

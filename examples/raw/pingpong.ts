@@ -10,7 +10,7 @@ import koffi from 'koffi';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { librdmacm, libibverbs, structs, rdma_reg_msgs, rdma_dereg_mr, rdma_post_recv, rdma_post_send,
-  rdma_get_recv_comp, rdma_get_send_comp, IBV_SEND_INLINE, checkRdma, checkPointer, checkVerbs, readPointer, type Pointer } from '../../src/raw.js';
+  rdma_get_recv_comp, rdma_get_send_comp, IBV_SEND_INLINE, checkRdma, checkPointer, checkVerbs, readPointer, type Pointer } from 'rdmacm/raw';
 
 const RAI_PASSIVE = 1;
 const RDMA_PS_TCP = 0x0106;

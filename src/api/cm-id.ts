@@ -20,8 +20,9 @@ import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventCon
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
 import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
-import { ResourceClosedError } from './errors.js';
+import { abortError, ResourceClosedError } from './errors.js';
 import { EventChannel, type EventTarget } from './event-channel.js';
+import { Waiter } from './event-waiter.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { AddressHandle } from './address-handle.js';
@@ -38,6 +39,14 @@ import type { WorkCompletion } from './work-completion.js';
 
 /** A connection-manager event with this API's id objects. */
 export type ConnectionEvent = CmEvent<CmId>;
+
+// The ids a channel's events carry are CmIds. Declared here, by merging into
+// event-channel.ts's ChannelEventIds: that module cannot import this one, which imports it.
+declare module './event-channel.js' {
+  interface ChannelEventIds {
+    readonly id: CmId;
+  }
+}
 
 const ID = {
   verbs: koffi.offsetof(rdma_cm_id, 'verbs'),
@@ -73,7 +82,7 @@ const joinSchema = waitSchema.extend({ sendOnly: z.boolean().default(false) });
 /** Parses the options of an operation about to be issued: an aborted signal stops it before the call. */
 function issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined }>>(operation: string, schema: S, options: unknown): z.output<S> {
   const parsed = parseArgument(operation, 'options', schema, options);
-  parsed.signal?.throwIfAborted();
+  if (parsed.signal?.aborted) throw abortError(parsed.signal);
   return parsed;
 }
 
@@ -125,81 +134,6 @@ export interface Established {
   readonly conn: EventConnParam | undefined;
   /** For UD (the UDP port space): where the peer's QP is — make an AddressHandle from ud.ahAttr. */
   readonly ud: EventUdParam | undefined;
-}
-
-// The executor of every waiter's promise hands its settle functions over here,
-// so a wait allocates no executor closure (nor compiles one, at its first call).
-let takenResolve: ((event: ConnectionEvent) => void) | undefined;
-let takenReject: ((error: unknown) => void) | undefined;
-function takeSettleFunctions(resolve: (event: ConnectionEvent) => void, reject: (error: unknown) => void): void {
-  takenResolve = resolve;
-  takenReject = reject;
-}
-
-/**
- * An operation waiting on an id for one of `expected`. It ends at the first of:
- * that event, an ending event, its deadline (the channel's timer), its abort
- * signal, or the id's close. One object, no closures: hundreds may wait at once.
- */
-class Waiter {
-  readonly deadline: number;
-  readonly promise: Promise<ConnectionEvent>;
-  readonly #onResolve: (event: ConnectionEvent) => void;
-  readonly #onReject: (error: unknown) => void;
-  #settled = false;
-
-  constructor(
-    readonly operation: string,
-    readonly expected: readonly CmEventTypeName[],
-    private readonly timeoutMs: number | undefined,
-    private readonly signal: AbortSignal | undefined,
-    /** The id's waiters, a plain array: a Set would hash and rehash a new object for every wait. */
-    private readonly waiters: Waiter[],
-    private readonly channel: EventChannel,
-  ) {
-    // First: a closed channel refuses, and then nothing is left registered.
-    this.deadline = channel.expect(timeoutMs);
-    this.promise = new Promise(takeSettleFunctions);
-    this.#onResolve = takenResolve!;
-    this.#onReject = takenReject!;
-    // Not held beyond this: a settled promise keeps its event, and the event its id.
-    takenResolve = takenReject = undefined;
-    waiters.push(this);
-    signal?.addEventListener('abort', this, { once: true });
-  }
-
-  resolve(event: ConnectionEvent): void {
-    if (this.#settle()) this.#onResolve(event);
-  }
-
-  reject(error: unknown): void {
-    if (this.#settle()) this.#onReject(error);
-  }
-
-  /** The channel's timer: the deadline passed. */
-  expire(): void {
-    this.reject(new RdmaError(this.operation, 110 /* ETIMEDOUT */, `no event within ${this.timeoutMs} ms`));
-  }
-
-  /** The abort signal fired (the waiter is its own listener). */
-  handleEvent(): void {
-    this.reject(this.signal!.reason);
-  }
-
-  #settle(): boolean {
-    if (this.#settled) return false;
-    this.#settled = true;
-    // In order: offerEvent walks the array while waiters leave it.
-    const waiters = this.waiters;
-    const index = waiters.indexOf(this);
-    if (index >= 0) {
-      for (let i = index; i < waiters.length - 1; i++) waiters[i] = waiters[i + 1]!;
-      waiters.pop();
-    }
-    this.signal?.removeEventListener('abort', this);
-    this.channel.settle();
-    return true;
-  }
 }
 
 /**
@@ -320,7 +254,7 @@ export class CmId extends Resource implements EventTarget {
   #checkReusedPd(operation: string): void {
     const known = this.#protectionDomain;
     if (known?.owned && known.closed) {
-      throw argumentError(operation, 'pd', 'this id\'s last queue pair or SRQ was on your protection domain, closed since, and librdmacm would reuse it: pass an open one');
+      throw new ResourceClosedError('protection domain', operation, 'this id\'s last queue pair or SRQ was on it, closed since, and librdmacm would reuse it: give createQp() or createSrq() an open one');
     }
   }
 
@@ -400,7 +334,7 @@ export class CmId extends Resource implements EventTarget {
     const a = parseArgument(operation, 'attr', createQpSchema, attr);
     if (pd !== undefined) {
       if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
-      if (pd.closed) throw argumentError(operation, 'pd', 'the protection domain is closed');
+      if (pd.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     }
     if (pd === undefined) this.#checkReusedPd(operation);
     const verbs = this.#deviceHandle(operation);
@@ -437,7 +371,8 @@ export class CmId extends Resource implements EventTarget {
     if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
     if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
-    if (pd !== undefined && (!(pd instanceof ProtectionDomain) || pd.closed)) throw argumentError(operation, 'pd', 'expected an open ProtectionDomain');
+    if (pd !== undefined && !(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
+    if (pd?.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     if (pd === undefined) this.#checkReusedPd(operation);
     this.#deviceHandle(operation);
     const init = Buffer.alloc(ibv_srq_init_attr.size);
@@ -618,7 +553,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_migrate_id';
     this.ensureOpen(operation);
     if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
-    if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
+    if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
     const busy = this.#waiters.map((w) => w.operation);
     if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
     checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
@@ -761,7 +696,7 @@ export class CmId extends Resource implements EventTarget {
       const index = this.#inbox.findIndex((e) => expected.includes(e.type as CmEventTypeName));
       if (index >= 0) return Promise.resolve(this.#inbox.splice(index, 1)[0]!);
     }
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Waiter(operation, expected, timeoutMs, signal, this.#waiters, this.#channel!).promise;
   }
 
@@ -843,7 +778,7 @@ function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema
 
 /** A CQ given to createQp: open, and on the id's device (ibv_create_qp would refuse another's, or worse). */
 function checkOwnCq(operation: string, path: string, cq: CompletionQueue, verbs: Pointer): void {
-  if (cq.closed) throw argumentError(operation, path, 'the completion queue is closed');
+  if (cq.closed) throw new ResourceClosedError('completion queue', operation, undefined, path);
   if (cq.contextHandle !== verbs) throw argumentError(operation, path, 'this completion queue is on another device: make it with id.device.createCq()');
 }
 
@@ -914,7 +849,7 @@ const createIdSchema = z.strictObject({
 export function createId(channel: EventChannel | null, options: z.input<typeof createIdSchema> = {}): CmId {
   const operation = 'rdma_create_id';
   if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
-  if (channel?.closed) throw argumentError(operation, 'channel', 'the event channel is closed');
+  if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
   const o = parseArgument(operation, 'options', createIdSchema, options);
   const slot = newIdSlot.buffer;
   checkRdma(operation, librdmacm.rdma_create_id(channel ? channel.unsafeHandle : null, slot, null, PortSpace.values[o.portSpace]));

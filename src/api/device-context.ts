@@ -1,13 +1,14 @@
 // An open RDMA device (struct ibv_context): owned when opened here, borrowed
 // when it belongs to a connection-manager id (librdmacm closes those).
 import { Buffer } from 'node:buffer';
+import { accessSync, constants } from 'node:fs';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { libibverbs } from '../ffi/libibverbs.js';
-import { checkPointer, checkVerbs, RdmaError } from '../ffi/errors.js';
+import { checkPointer, checkVerbs, errnoName, RdmaError } from '../ffi/errors.js';
 import { forgetContextOps } from '../ffi/inline-verbs.js';
 import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
-import { ibv_device_attr, type IbvDeviceAttr } from '../structs/verbs-device.js';
+import { ibv_device, ibv_device_attr, type IbvDevice, type IbvDeviceAttr } from '../structs/verbs-device.js';
 import { ibv_context } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
 import { argumentError, count, cString, parseArgument } from './validate.js';
@@ -32,6 +33,31 @@ export interface DeviceLimits {
   readonly maxCqe: number;
   readonly maxQpRdAtom: number;
   readonly maxMrSize: bigint;
+}
+
+const ENODEV = 19;
+const EACCES = 13;
+
+/**
+ * ibv_open_device's failure for `device`, read at once after the call. When
+ * the device file cannot be opened, libibverbs looks for it elsewhere and
+ * leaves errno at what that search found (ENOENT): so a file this process may
+ * not read and write is reported as the EACCES it is, naming the file.
+ */
+export function openDeviceError(device: Pointer): RdmaError {
+  const errno = koffi.errno() || 5; // EIO
+  const { name, dev_name: file } = koffi.decode(device, ibv_device) as IbvDevice;
+  const path = `/dev/infiniband/${file}`;
+  if (errno !== EACCES) {
+    try {
+      accessSync(path, constants.R_OK | constants.W_OK);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EACCES') {
+        return new RdmaError('ibv_open_device', EACCES, `device ${name}: this process may not read and write ${path} (libibverbs reported ${errnoName(errno)})`);
+      }
+    }
+  }
+  return new RdmaError('ibv_open_device', errno, `device ${name}`);
 }
 
 /** Limits by ibv_context: a device's limits never change, and every id on it asks. */
@@ -81,10 +107,16 @@ export class DeviceContext extends Resource {
       const devices = readPointerArray(list, count.readInt32LE(0));
       const device = devices.find((d) => name === undefined || libibverbs.ibv_get_device_name(d) === name);
       if (device === undefined) {
-        const known = devices.map((d) => libibverbs.ibv_get_device_name(d)).join(', ') || 'none';
-        throw new RdmaError('ibv_open_device', 19 /* ENODEV */, `no device named ${name ?? '(any)'} among: ${known}`);
+        // None at all: ENODEV's own hint (how to make one). Some, but not this name: say which there are.
+        const known = devices.map((d) => libibverbs.ibv_get_device_name(d) ?? '?');
+        if (known.length === 0) throw new RdmaError('ibv_open_device', ENODEV, name === undefined ? undefined : `no device named ${name}`);
+        throw new RdmaError('ibv_open_device', ENODEV, `no device named ${name}`, {
+          hint: `this host's RDMA device${known.length === 1 ? ' is' : 's are'} ${known.join(', ')}: pass one of those names, or none for the first`,
+        });
       }
-      return new DeviceContext(checkPointer('ibv_open_device', libibverbs.ibv_open_device(device)), true);
+      const context = libibverbs.ibv_open_device(device);
+      if (context === null || context === 0n) throw openDeviceError(device);
+      return new DeviceContext(context, true);
     } finally {
       libibverbs.ibv_free_device_list(list);
     }

@@ -1,5 +1,6 @@
 // Device discovery: every RDMA device with its limits, ports and GID tables,
-// as plain JSON-serialisable data (what ibv_devinfo -v shows).
+// as plain JSON-serialisable data (what ibv_devinfo -v shows); a device that
+// cannot be opened is listed with its error instead.
 import { Buffer } from 'node:buffer';
 import { readdirSync, readFileSync } from 'node:fs';
 import koffi, { type TypeObject } from 'koffi';
@@ -11,6 +12,7 @@ import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
 import * as structs from '../structs/index.js';
 import { diagnoseRdmaStack } from '../ffi/diagnosis.js';
 import { noDeviceFound } from '../package-info.js';
+import { openDeviceError } from './device-context.js';
 
 /** A value none of the tables below knows, kept with its number. */
 export type Unknown = `unknown (${number})`;
@@ -113,6 +115,29 @@ export interface DeviceInfo {
   physicalPortCount: number;
   limits: DeviceLimits;
   ports: PortInfo[];
+}
+
+/** Why a device could not be described: its RdmaError, as plain data. */
+export interface DeviceError {
+  /** The errno's name, e.g. 'EACCES'. */
+  code: string;
+  errno: number;
+  /** The call that failed, e.g. 'ibv_open_device'. */
+  syscall: string;
+  /** The whole message, with the hint. */
+  message: string;
+}
+
+/**
+ * A device that ibv_get_device_list lists but this process cannot open or
+ * query (e.g. EACCES: no read/write access to its /dev/infiniband/uverbsN).
+ * Tell it from a DeviceInfo with `'error' in device`.
+ */
+export interface UnavailableDevice {
+  name: string;
+  nodeType: NodeType;
+  transport: Transport;
+  error: DeviceError;
 }
 
 // Texts for the verbs.h enums (ibv_node_type, ibv_transport_type, …).
@@ -361,14 +386,25 @@ function describeOpenDevice(context: Pointer, device: structs.IbvDevice, netdevs
   };
 }
 
-function describeDevice(devicePointer: Pointer, netdevs: Map<number, string>): DeviceInfo {
+function describeDevice(devicePointer: Pointer, netdevs: Map<number, string>): DeviceInfo | UnavailableDevice {
   const device = koffi.decode(devicePointer, structs.ibv_device) as structs.IbvDevice;
-  const context = libibverbs.ibv_open_device(devicePointer);
-  if (context === null || context === 0n) throw new RdmaError('ibv_open_device', koffi.errno() || 5, `device ${device.name}`);
   try {
-    return describeOpenDevice(context, device, netdevs);
-  } finally {
-    libibverbs.ibv_close_device(context);
+    const context = libibverbs.ibv_open_device(devicePointer);
+    if (context === null || context === 0n) throw openDeviceError(devicePointer);
+    try {
+      return describeOpenDevice(context, device, netdevs);
+    } finally {
+      libibverbs.ibv_close_device(context);
+    }
+  } catch (error) {
+    if (!(error instanceof RdmaError)) throw error;
+    const { code, errno, syscall, message } = error;
+    return {
+      name: device.name,
+      nodeType: textOf(nodeTypes, device.node_type),
+      transport: textOf(transports, device.transport_type),
+      error: { code, errno, syscall, message },
+    };
   }
 }
 
@@ -383,9 +419,11 @@ export function noDeviceFoundReason(): string {
 
 /**
  * Every RDMA device on this host, with its limits, ports and GIDs. Returns []
- * where there is none, including a kernel without RDMA support.
+ * where there is none, including a kernel without RDMA support. A device that
+ * cannot be opened or queried does not hide the others: it is listed as an
+ * UnavailableDevice, with its error.
  */
-export function listDevices(): DeviceInfo[] {
+export function listDevices(): (DeviceInfo | UnavailableDevice)[] {
   const count = Buffer.alloc(4);
   const list = libibverbs.ibv_get_device_list(count);
   if (list === null || list === 0n) {

@@ -9,6 +9,7 @@ import { internal } from './internal.js';
 import { CmId, encodeQpInitAttr, grantedCaps, qpAttrSchema, type QpAttr } from './cm-id.js';
 import { PortSpace, type PortSpaceName } from './enums.js';
 import { ProtectionDomain } from './protection-domain.js';
+import { ResourceClosedError } from './errors.js';
 import { argumentError, cString, parseArgument, port } from './validate.js';
 
 /** A port given as a decimal string: the same 0–65535 range as a number (getaddrinfo would take more). */
@@ -43,11 +44,11 @@ export interface EndpointOptions {
 export function createEndpoint(target: AddrInfo | EndpointTarget, options: EndpointOptions = {}): CmId {
   const operation = 'rdma_create_ep';
   const o = parseArgument(operation, 'options', optionsSchema, options);
-  if (o.pd?.closed) throw argumentError(operation, 'options.pd', 'the protection domain is closed');
+  if (o.pd?.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'options.pd');
   let info: AddrInfo;
   let ownsInfo = false;
   if (target instanceof AddrInfo) {
-    if (target.closed) throw argumentError(operation, 'target', 'the address info is closed');
+    if (target.closed) throw new ResourceClosedError('address info', operation, undefined, 'target');
     info = target;
   } else {
     const t = parseArgument(operation, 'target', targetSchema, target);

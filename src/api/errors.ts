@@ -1,6 +1,7 @@
 // The safe API's error families: native (RdmaError), bad input (RdmaArgumentError),
-// closed resources (ResourceClosedError), failed work (WorkCompletionError) and
-// connection-manager events that end an operation (ConnectionError).
+// closed resources (ResourceClosedError), failed work (WorkCompletionError),
+// connection-manager events that end an operation (ConnectionError) and aborted
+// waits (AbortError, as Node's own).
 import type { z } from 'zod';
 export { RdmaError, UnsupportedError, LibraryLoadError } from '../ffi/errors.js';
 export type { MissingPiece } from '../ffi/diagnosis.js';
@@ -35,16 +36,43 @@ export class RdmaArgumentError extends TypeError {
   }
 }
 
-/** A resource was used after close() (its own, or a parent's). */
+/**
+ * A resource was used after close() (its own, or a parent's): called, or passed
+ * to a call. Every use of a closed resource throws this, never
+ * RdmaArgumentError, which is for values wrong in themselves; `parameter`
+ * names the argument when the closed resource was one.
+ */
 export class ResourceClosedError extends Error {
   override name = 'ResourceClosedError';
   readonly code = 'ERR_RDMACM_CLOSED';
   constructor(
+    /** What is closed: 'queue pair', 'memory region', … */
     readonly resource: string,
     operation: string,
     /** What to do instead, when there is something. */
     hint?: string,
+    /** The parameter path ('pd', 'options.ud.ah') when the closed resource was passed as an argument. */
+    readonly parameter?: string,
   ) {
-    super(`${operation}: the ${resource} is closed${hint ? `; ${hint}` : ''}`);
+    super(`${operation}: the ${resource}${parameter ? ` passed as ${parameter}` : ''} is closed${hint ? `; ${hint}` : ''}`);
   }
+}
+
+/**
+ * An operation stopped by its AbortSignal, shaped as Node's own APIs reject
+ * (timers/promises, events.once, fs): name 'AbortError', code 'ABORT_ERR',
+ * the message Node uses, and the signal's reason as `cause`. Not a
+ * DOMException: its numeric `code` is what Node's errors do not have.
+ */
+export class AbortError extends Error {
+  override name = 'AbortError';
+  readonly code = 'ABORT_ERR';
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The AbortError for an aborted `signal`: its reason becomes the cause. */
+export function abortError(signal: AbortSignal): AbortError {
+  return new AbortError(undefined, { cause: signal.reason });
 }

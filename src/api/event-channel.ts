@@ -13,7 +13,6 @@ import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from './fd-watcher.js';
 import { nativeScratch } from './native-memory.js';
 import { Resource } from './resource.js';
-import type { CmId } from './cm-id.js';
 
 // setTimeout's limit: a longer delay fires at once. A deadline further off
 // re-arms the timer each time it fires.
@@ -32,10 +31,21 @@ export interface EventTarget {
   expireWaiters(now: number): number;
 }
 
+/**
+ * The ids a channel's events carry: cm-id.ts merges `id: CmId` into this
+ * interface (this module cannot import it: cm-id.ts imports this one).
+ * Without that, an EventTarget.
+ */
+export interface ChannelEventIds {}
+/** The id type of a channel's events: CmId. */
+export type ChannelId = ChannelEventIds extends { readonly id: infer Id } ? Id : EventTarget;
+/** A connection-manager event as the channel hands it out, with its CmIds. */
+export type ChannelEvent = CmEvent<ChannelId>;
+
 /** Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
 export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener: EventTarget, request: RawCmEvent['conn'] | RawCmEvent['ud']) => EventTarget;
 
-export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId>> {
+export class EventChannel extends Resource implements AsyncIterable<ChannelEvent> {
   readonly fd: number;
   readonly #watcher: FdWatcher;
   /** The ids on this channel by address: a Map lookup by BigInt compares with a runtime call. */
@@ -49,8 +59,8 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   #deadlineTimer: NodeJS.Timeout | undefined;
   #deadlineTimerDue = Infinity;
   #iterators = 0;
-  #iteratorQueue: CmEvent<CmId>[] = [];
-  #iteratorWaiters: ((result: IteratorResult<CmEvent<CmId>>) => void)[] = [];
+  #iteratorQueue: ChannelEvent[] = [];
+  #iteratorWaiters: ((result: IteratorResult<ChannelEvent>) => void)[] = [];
   /** Set by CmId (which this module cannot import) to wrap new connection requests. */
   static adoptRequest: RequestAdopter | undefined;
 
@@ -212,7 +222,7 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
   }
 
   #toIterator(targetEvent: CmEvent<EventTarget>): void {
-    const event = targetEvent as CmEvent<CmId>; // every target on a channel is a CmId
+    const event = targetEvent as ChannelEvent; // every target on a channel is a CmId
     const waiter = this.#iteratorWaiters.shift();
     if (waiter) {
       this.settle();
@@ -226,11 +236,11 @@ export class EventChannel extends Resource implements AsyncIterable<CmEvent<CmId
    * Every event that no pending operation takes, in order. Events that an
    * operation (resolveAddr, connect, …) waits for go to that operation.
    */
-  [Symbol.asyncIterator](): AsyncIterator<CmEvent<CmId>> {
+  [Symbol.asyncIterator](): AsyncIterator<ChannelEvent> {
     this.ensureOpen('iterate');
     this.#iterators++;
     let finished = false;
-    const finish = (): IteratorResult<CmEvent<CmId>> => {
+    const finish = (): IteratorResult<ChannelEvent> => {
       if (!finished) {
         finished = true;
         this.#iterators--;

@@ -113,7 +113,7 @@ function localRange(
   }
   if (bytes > 0xffffffff) throw argumentError(operation, 'options.length', 'an SGE length is a u32');
   if (source instanceof MemoryRegion) {
-    if (source.closed) throw argumentError(operation, 'region', 'the memory region is deregistered');
+    if (source.closed) throw new ResourceClosedError('memory region', operation, 'it was deregistered', 'region');
     if (source.protectionDomain !== pd) throw argumentError(operation, 'region', 'the memory region belongs to another protection domain');
     return { address: source.address + BigInt(offset), length: bytes, lkey: source.lkey, region: source };
   }
@@ -198,7 +198,7 @@ function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>
   }
   if (o.ud) {
     if (o.opcode !== 'SEND') refuse('options.ud', 'UD queue pairs only send');
-    if (o.ud.ah.closed) refuse('options.ud.ah', 'the address handle is closed');
+    if (o.ud.ah.closed) throw new ResourceClosedError('address handle', operation, undefined, 'options.ud.ah');
   }
 }
 
@@ -324,8 +324,8 @@ abstract class PreparedWorkRequest extends PreparedPost {
 
 /** What every post checks first: its queue is open and its memory still registered. */
 function checkPostable(operation: string, target: PostTarget, region: MemoryRegion | undefined): void {
-  if (target.owner.closed) throw argumentError(operation, 'queuePair', 'the queue pair is closed');
-  if (region?.closed) throw argumentError(operation, 'region', 'the memory region is deregistered');
+  if (target.owner.closed) throw new ResourceClosedError(target.owner.kind, operation);
+  if (region?.closed) throw new ResourceClosedError('memory region', operation, 'it was deregistered');
 }
 
 /** The verb a receive post to `target` calls, for its errors. */
@@ -469,7 +469,7 @@ export class PreparedSend extends PreparedWorkRequest {
   /** ibv_post_send of this request: one FFI crossing. */
   post(): void {
     this.check('PreparedSend.post');
-    if (this.#addressHandle?.closed) throw argumentError('PreparedSend.post', 'options.ud.ah', 'the address handle is closed');
+    if (this.#addressHandle?.closed) throw new ResourceClosedError('address handle', 'PreparedSend.post', undefined, 'options.ud.ah');
     const ret = this.postCall.call();
     if (ret !== 0) throw new RdmaError('ibv_post_send', ret);
   }

@@ -2,14 +2,16 @@
 // (-v) or JSON (--json).
 import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
-import { listDevices, noDeviceFoundReason, type DeviceInfo, type PortInfo } from '../api/devices.js';
+import { listDevices, noDeviceFoundReason, type DeviceInfo, type PortInfo, type UnavailableDevice } from '../api/devices.js';
 
 export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for details, --json)';
 
 const usage = `Usage: rdmacm devices [-v] [--json] [-h]
 
-List the RDMA devices on this host. Exits 0 when there is at least one, 1 on a
-bad option, 2 when there is none (nothing on stdout, even with --json).
+List the RDMA devices on this host. A device that cannot be opened (no access
+to its /dev/infiniband/uverbsN, say) is listed with its error, which also goes
+to stderr. Exits 0 when at least one device could be opened, 1 on a bad option
+or when none could, 2 when there is none (nothing on stdout, even with --json).
 
 Options:
   -v, --verbose   every device's attributes, limits, ports and GIDs (like ibv_devinfo -v)
@@ -18,10 +20,12 @@ Options:
 `;
 
 /** Like ibv_devices: one line per device. */
-function table(devices: DeviceInfo[]): string {
+function table(devices: (DeviceInfo | UnavailableDevice)[]): string {
   const width = Math.max(16, ...devices.map((d) => d.name.length));
   const lines = [`    ${'device'.padEnd(width)}  node GUID`, `    ${'------'.padEnd(width)}  -------------------`];
-  for (const device of devices) lines.push(`    ${device.name.padEnd(width)}  ${device.nodeGuid}`);
+  for (const device of devices) {
+    lines.push(`    ${device.name.padEnd(width)}  ${'error' in device ? `(cannot be opened: ${device.error.code})` : device.nodeGuid}`);
+  }
   return lines.join('\n') + '\n';
 }
 
@@ -62,8 +66,9 @@ function portLines(port: PortInfo): string[] {
 }
 
 /** Like ibv_devinfo -v: the device, its limits, then each port with its GIDs. */
-function details(devices: DeviceInfo[]): string {
+function details(devices: (DeviceInfo | UnavailableDevice)[]): string {
   const blocks = devices.map((device) => {
+    if ('error' in device) return `hca_id: ${device.name}\n\tcannot be opened: ${device.error.message}`;
     const { limits } = device;
     return [
       `hca_id: ${device.name}`,
@@ -115,7 +120,7 @@ export async function runDevices(argv: string[]): Promise<number> {
   });
   if (typeof parsed === 'number') return parsed;
   const { values } = parsed;
-  let devices: DeviceInfo[];
+  let devices: (DeviceInfo | UnavailableDevice)[];
   try {
     devices = listDevices();
   } catch (error) {
@@ -128,5 +133,7 @@ export async function runDevices(argv: string[]): Promise<number> {
   }
   if (values.json) process.stdout.write(JSON.stringify(devices, null, 2) + '\n');
   else process.stdout.write(values.verbose ? details(devices) : table(devices));
-  return 0;
+  const unavailable = devices.filter((device) => 'error' in device);
+  for (const device of unavailable) process.stderr.write(`rdmacm devices: ${device.name}: ${device.error.message}\n`);
+  return unavailable.length === devices.length ? 1 : 0;
 }

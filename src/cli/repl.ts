@@ -9,7 +9,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseCommandArgs } from './arguments.js';
 import * as api from '../index.js';
-import type { DeviceInfo } from '../index.js';
+import type { DeviceInfo, UnavailableDevice } from '../index.js';
 import { packageVersion } from '../package-info.js';
 import { noDeviceFoundReason } from '../api/devices.js';
 
@@ -34,7 +34,7 @@ Options:
 
 const helpText = `Helpers:
   devices()                          every RDMA device here (listDevices())
-  device(name?)                      one device's DeviceInfo (default: the first)
+  device(name?)                      one device's DeviceInfo (default: the first that opens)
   help()                             this text
 
 Main API (every export of rdmacm is a global; rdmacm.* too; raw is the C layer):
@@ -150,6 +150,10 @@ function banner(): string {
     const devices = api.listDevices();
     if (devices.length === 0) lines.push(noDeviceFoundReason());
     for (const device of devices) {
+      if ('error' in device) {
+        lines.push(`  ${device.name}: cannot be opened (${device.error.code})`);
+        continue;
+      }
       const ports = device.ports.map((p) => `port ${p.port} ${p.state}`).join(', ');
       lines.push(`  ${device.name}: ${ports}${firstIPv4(device) ? `, ${firstIPv4(device)}` : ''}`);
     }
@@ -161,10 +165,11 @@ function banner(): string {
 
 function lookupDevice(name?: string): DeviceInfo {
   const devices = api.listDevices();
-  const found = name === undefined ? devices[0] : devices.find((d) => d.name === name);
+  const found = name === undefined ? (devices.find((d) => !('error' in d)) ?? devices[0]) : devices.find((d) => d.name === name);
   if (!found) {
     throw new Error(devices.length === 0 ? noDeviceFoundReason() : `no device named ${name} (found: ${devices.map((d) => d.name).join(', ')})`);
   }
+  if ('error' in found) throw new Error(`${found.name} cannot be opened: ${found.error.message}`);
   return found;
 }
 
@@ -221,7 +226,7 @@ export async function runRepl(argv: string[]): Promise<number> {
   const globals: Record<string, unknown> = {
     ...exports,
     rdmacm: Object.freeze({ ...exports }),
-    devices: (): DeviceInfo[] => api.listDevices(),
+    devices: (): (DeviceInfo | UnavailableDevice)[] => api.listDevices(),
     device: lookupDevice,
     help: (): void => void process.stdout.write(helpText),
   };

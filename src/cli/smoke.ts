@@ -58,8 +58,9 @@ class SmokeFailure extends Error {}
 function chooseTarget(deviceName: string | undefined, address: string | undefined): { device: string; address: string } {
   const devices = listDevices();
   if (devices.length === 0) throw new SmokeFailure(noDeviceFoundReason());
-  const device = deviceName ? devices.find((d) => d.name === deviceName) : devices[0];
+  const device = deviceName ? devices.find((d) => d.name === deviceName) : (devices.find((d) => !('error' in d)) ?? devices[0]);
   if (!device) throw new SmokeFailure(`no device named ${deviceName} (found: ${devices.map((d) => d.name).join(', ')})`);
+  if ('error' in device) throw new SmokeFailure(`${device.name} cannot be opened: ${device.error.message}`);
   const active = device.ports.find((p) => p.state === 'ACTIVE');
   if (!active) throw new SmokeFailure(`${device.name} has no ACTIVE port`);
   const ip = address ?? active.gids.find((g) => g.type === 'RoCE v2' && g.ip && !g.ip.includes(':'))?.ip ?? undefined;

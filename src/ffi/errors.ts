@@ -83,11 +83,18 @@ export class RdmaError extends Error {
   /** The piece of the RDMA stack this host lacks, when that is why the call failed (the hint says how to add it). */
   readonly missing: MissingPiece | undefined;
 
-  /** `described` names an error that is not an errno (getaddrinfo's EAI_* codes). */
-  constructor(syscall: string, errno: number, detail?: string, described?: { code: string; text: string }) {
+  /**
+   * `described.code` and `.text` name an error that is not an errno
+   * (getaddrinfo's EAI_* codes); `described.hint` replaces the usual hint for
+   * the code when the caller knows better (a device name that is not among the
+   * devices is ENODEV too, but there are devices).
+   */
+  constructor(syscall: string, errno: number, detail?: string, described?: { code?: string; text?: string; hint?: string }) {
     const code = described?.code ?? errnoName(errno);
+    // A caller that describes the error knows better than the stack's diagnosis
+    // (a device name not among the devices is ENODEV, yet nothing is missing).
     const diagnosis = described ? undefined : missingPieceFor(code, syscall);
-    const hint = hintFor(code, syscall, diagnosis);
+    const hint = described?.hint ?? hintFor(code, syscall, diagnosis);
     const parts = [`${syscall} failed: ${code} (${described?.text ?? errnoMessage(errno)})`];
     if (detail) parts.push(detail);
     if (hint) parts.push(hint);

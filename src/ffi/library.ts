@@ -6,9 +6,10 @@ import process from 'node:process';
 import koffi, { type LibraryHandle } from 'koffi';
 import { LibraryLoadError, UnsupportedError } from './load-errors.js';
 import { mappedFiles } from '../c-library.js';
+import type { Pointer } from '../structs/pointer.js';
 
-/** A native address. koffi 3 passes pointers as bigint. */
-export type Pointer = bigint;
+/** A native address: declared with the layouts (src/structs imports nothing from here). */
+export type { Pointer };
 /** What a pointer parameter accepts: an address, NULL, or memory koffi passes by address. */
 export type PointerArg = Pointer | null | ArrayBufferView;
 /**

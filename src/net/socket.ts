@@ -11,6 +11,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { createId, type CmId } from '../api/cm-id.js';
 import type { SocketAddress } from '../api/socket-address.js';
+import { abortError } from '../api/errors.js';
 import { ChannelHold } from './shared-channel.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
@@ -66,14 +67,6 @@ export interface RdmaMapping {
   readonly length: number;
   /** Stops offering it (nothing is sent: the peer may still hold the entry) and deregisters it. */
   unmap(): void;
-}
-
-/** Node's AbortError shape: name AbortError, code ABORT_ERR, the signal's reason as cause. */
-function abortError(signal: AbortSignal): Error {
-  const error = new Error('The operation was aborted', { cause: signal.reason }) as Error & { code: string };
-  error.name = 'AbortError';
-  error.code = 'ABORT_ERR';
-  return error;
 }
 
 /** Set by RdmaSocket's static block: only this module reaches a socket's private state. */

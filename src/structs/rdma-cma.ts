@@ -4,7 +4,7 @@ import { anonymousUnion, cStruct } from './registry.js';
 import { sockaddr_storage } from './socket.js';
 import { ibv_gid } from './verbs-device.js';
 import { ibv_ah_attr, type IbvAhAttr } from './verbs-resources.js';
-import type { Pointer } from '../ffi/library.js';
+import type { Pointer } from './pointer.js';
 
 /** struct rdma_event_channel: just the fd to poll. */
 export const rdma_event_channel = cStruct('rdma_event_channel', { fd: 'int' });

@@ -1,7 +1,7 @@
 // Device, port and GID layouts from infiniband/verbs.h.
 import koffi, { type TypeObject } from 'koffi';
 import { anonymousStruct, cStruct, cStructOfReleases, cUnion } from './registry.js';
-import type { Pointer } from '../ffi/library.js';
+import type { Pointer } from './pointer.js';
 
 /** union ibv_gid: 16 raw bytes (subnet prefix and interface id, big-endian). */
 export const ibv_gid = cUnion('ibv_gid', {

@@ -5,7 +5,7 @@ import koffi from 'koffi';
 import { cStruct } from './registry.js';
 import { runningCLibrary } from '../c-library.js';
 import { ibv_gid } from './verbs-device.js';
-import type { Pointer } from '../ffi/library.js';
+import type { Pointer } from './pointer.js';
 
 /**
  * pthread_mutex_t and pthread_cond_t: opaque, sized and aligned. glibc's mutex

@@ -1,7 +1,7 @@
 // Work requests and completions from infiniband/verbs.h: the data path's layouts.
 import { anonymousStruct, anonymousUnion, cStruct, memberOffset } from './registry.js';
 import { ibv_gid } from './verbs-device.js';
-import type { Pointer } from '../ffi/library.js';
+import type { Pointer } from './pointer.js';
 
 /** struct ibv_sge: one scatter/gather element. */
 export const ibv_sge = cStruct('ibv_sge', { addr: 'uint64_t', length: 'uint32_t', lkey: 'uint32_t' });

@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { createId, decodeUdMessage, EventChannel, GRH_SIZE, RdmaArgumentError } from '../../src/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { retrying, start } from '../support/processes.js';
+import { assertClosedResource } from '../support/errors.js';
 
 const COUNT = 10;
 const SIZE = 100;
@@ -87,6 +88,13 @@ test('UD between two ids: address handle from the UD parameters, GRH stripped, s
   assert.equal(reply.byteLen, GRH_SIZE + SIZE);
   assert.equal(clientId.qp!.type, 'UD');
   assert.throws(() => clientId.postSend(message), { name: 'RdmaArgumentError', message: /options\.ud/ });
+
+  // A closed address handle is a closed resource, both when it is passed and at each post of a request that keeps it.
+  const prepared = clientId.queuePair.prepareSend(message, { ud: { ah, remoteQpn: ud.qpNum } });
+  ah.close();
+  assertClosedResource(() => clientId.postSend(message, { ud: { ah, remoteQpn: ud.qpNum } }), 'address handle', 'options.ud.ah');
+  assertClosedResource(() => prepared.post(), 'address handle', 'options.ud.ah');
+  prepared.close();
 });
 
 /** The call throws RdmaArgumentError of `operation` whose first issue is at `path`. */

@@ -1,18 +1,21 @@
 // Device discovery on the real (soft-RoCE) device: listDevices(), rdmaGetDevices()
-// and `rdmacm devices`, against what scripts/rxe-vm.sh set up.
+// and `rdmacm devices`, against what scripts/rxe-vm.sh set up; what a wrong
+// device name and a device that cannot be opened are told.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import { listDevices, portAttrLayout, rdmaGetDevices, type DeviceInfo } from '../../src/api/devices.js';
+import { listDevices, portAttrLayout, rdmaGetDevices, type DeviceInfo, type UnavailableDevice } from '../../src/api/devices.js';
 import { libibverbs } from '../../src/ffi/libibverbs.js';
 import { extendedQueryPort, queryPort } from '../../src/ffi/inline-verbs.js';
 import { readPointerArray } from '../../src/ffi/library.js';
 import type { IbvPortAttr } from '../../src/structs/verbs-device.js';
-import { packageRoot } from '../../src/package-info.js';
+import { DeviceContext, RdmaError } from '../../src/index.js';
+import { noDeviceAdvice, packageRoot } from '../../src/package-info.js';
 import { deviceAddress } from '../support/device.js';
 
 // The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).
@@ -28,10 +31,16 @@ function rdmacm(...args: string[]) {
   return spawnSync(process.execPath, ['bin/rdmacm', ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
 }
 
+/** The device named `name` in `devices`, described (not an UnavailableDevice). */
+function described(devices: (DeviceInfo | UnavailableDevice)[], name: string): DeviceInfo {
+  const device = devices.find((d) => d.name === name);
+  assert.ok(device, `${name} in ${devices.map((d) => d.name).join(', ')}`);
+  assert.ok(!('error' in device), `${name} could not be opened: ${'error' in device ? device.error.message : ''}`);
+  return device;
+}
+
 test('listDevices() describes the rxe device, its active Ethernet port and its RoCE v2 GID', () => {
-  const devices = listDevices();
-  const device = devices.find((d) => d.name === testDeviceName());
-  assert.ok(device, `${testDeviceName()} in ${devices.map((d) => d.name).join(', ')}`);
+  const device = described(listDevices(), testDeviceName());
   assert.match(device.nodeGuid, /^[0-9a-f]{4}(:[0-9a-f]{4}){3}$/);
   assert.equal(device.transport, 'InfiniBand', 'RoCE devices report the IB transport');
   assert.equal(device.nodeType, 'CA');
@@ -75,9 +84,7 @@ test('rdmaGetDevices() names the devices librdmacm sees, the rxe device among th
 test('rdmacm devices --json lists the rxe device with its port and GIDs', { timeout: 120_000 }, () => {
   const result = rdmacm('devices', '--json');
   assert.equal(result.status, 0, result.stderr);
-  const devices = JSON.parse(result.stdout) as DeviceInfo[];
-  const device = devices.find((d) => d.name === testDeviceName());
-  assert.ok(device);
+  const device = described(JSON.parse(result.stdout) as DeviceInfo[], testDeviceName());
   assert.equal(device.ports[0]?.state, 'ACTIVE');
   assert.ok(device.ports[0]!.gids.some((gid) => gid.ip === deviceAddress() && gid.type === 'RoCE v2'));
 });
@@ -148,7 +155,85 @@ test("Debian 13's libibverbs (rdma-core 56), on its own glibc, reads the port in
   assert.equal(seen.size, 56);
   const theirs = seen.devices.find((d) => d.name === testDeviceName());
   const ours = listDevices().find((d) => d.name === testDeviceName());
-  assert.ok(theirs && ours);
+  assert.ok(theirs && ours && !('error' in ours), JSON.stringify(ours));
   assert.equal(theirs.ports[0]!.state, 'ACTIVE');
   assert.deepEqual(theirs.ports, ours.ports, 'every port field, read through libibverbs 56 and 44, agrees');
+});
+
+test('DeviceContext.open(name) with a name no device has: ENODEV that names the devices there are, not "no RDMA device"', () => {
+  assert.throws(() => DeviceContext.open('no-such-device'), (error: unknown) => {
+    assert.ok(error instanceof RdmaError, String(error));
+    assert.equal(error.code, 'ENODEV');
+    assert.equal(error.syscall, 'ibv_open_device');
+    assert.match(error.message, /no device named no-such-device/);
+    assert.ok(error.hint?.includes(testDeviceName()), error.hint);
+    assert.match(error.hint!, /pass one of those names/);
+    assert.ok(!error.message.includes(noDeviceAdvice()), `no advice to create a device: ${error.message}`);
+    assert.doesNotMatch(error.message, /no RDMA device/);
+    assert.equal(error.missing, undefined, 'not diagnosed as a missing piece of the stack');
+    return true;
+  });
+  // The right name still opens.
+  using context = DeviceContext.open(testDeviceName());
+  assert.equal(context.name, testDeviceName());
+});
+
+/** The /dev/infiniband/uverbsN of the device `name`. */
+function uverbsOf(name: string): string {
+  for (const entry of readdirSync('/sys/class/infiniband_verbs')) {
+    const ibdev = `/sys/class/infiniband_verbs/${entry}/ibdev`;
+    if (existsSync(ibdev) && readFileSync(ibdev, 'utf8').trim() === name) return `/dev/infiniband/${entry}`;
+  }
+  throw new Error(`no uverbs device for ${name}`);
+}
+
+// A second soft-RoCE device, on the other end of the guest's veth pair, that a
+// process without root cannot open (root opens any device file), next to the
+// test device it can. Needs root and the VM's one-guest veth pair: scripts/test.sh
+// runs the device tier that way; on a host's own device there is no veth1.
+const canMakeSecondDevice = process.getuid?.() === 0 && existsSync('/sys/class/net/veth1');
+test('a device that cannot be opened is listed with its error (EACCES), and the others are still described', {
+  timeout: 120_000,
+  skip: !canMakeSecondDevice && 'needs root and the VM\'s veth pair (scripts/rxe-vm.sh)',
+}, () => {
+  const second = 'rxe_closed';
+  execFileSync('rdma', ['link', 'add', second, 'type', 'rxe', 'netdev', 'veth1']);
+  const restore: [string, number][] = [];
+  try {
+    const open = uverbsOf(testDeviceName());
+    const closed = uverbsOf(second);
+    for (const [file, mode] of [[open, 0o666], [closed, 0o600]] as const) {
+      restore.push([file, statSync(file).mode & 0o777]);
+      chmodSync(file, mode);
+    }
+    const devices = fileURLToPath(new URL('../../src/api/devices.js', import.meta.url));
+    const script = `const { listDevices } = await import(${JSON.stringify(devices)}); console.log(JSON.stringify(listDevices()));`;
+    const nobody = 65534;
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: '/', uid: nobody, gid: nobody, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(child.status, 0, child.stderr);
+    const listed = JSON.parse(child.stdout) as (DeviceInfo | UnavailableDevice)[];
+    assert.deepEqual(listed.map((d) => d.name).sort(), [testDeviceName(), second].sort(), 'both devices are listed');
+    const usable = described(listed, testDeviceName());
+    assert.equal(usable.ports[0]?.state, 'ACTIVE');
+    const unavailable = listed.find((d) => d.name === second);
+    assert.ok(unavailable && 'error' in unavailable, JSON.stringify(unavailable));
+    assert.equal(unavailable.error.code, 'EACCES');
+    assert.equal(unavailable.error.syscall, 'ibv_open_device');
+    // libibverbs itself reports ENOENT here (its search for the device file after the failed open); the binding names the file.
+    assert.match(unavailable.error.message, new RegExp(`device ${second}: this process may not read and write ${closed}`));
+    assert.match(unavailable.error.message, /RDMA devices under \/dev\/infiniband need read\/write access/);
+    assert.equal(unavailable.transport, 'InfiniBand');
+    assert.equal(unavailable.nodeType, 'CA');
+    assert.ok(!('ports' in unavailable), 'nothing made up for what could not be read');
+
+    // rdmacm devices lists it too, says why on stderr, and succeeds: one device opened.
+    const cli = spawnSync(process.execPath, [`${repoRoot}/bin/rdmacm`, 'devices'], { cwd: '/', uid: nobody, gid: nobody, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, new RegExp(`^\\s+${second}\\s+\\(cannot be opened: EACCES\\)$`, 'm'));
+    assert.match(cli.stdout, new RegExp(`^\\s+${testDeviceName()}\\s+[0-9a-f]{4}(:[0-9a-f]{4}){3}$`, 'm'));
+    assert.match(cli.stderr, new RegExp(`^rdmacm devices: ${second}: ibv_open_device failed: EACCES`, 'm'));
+  } finally {
+    for (const [file, mode] of restore) chmodSync(file, mode);
+    execFileSync('rdma', ['link', 'delete', second]);
+  }
 });

@@ -7,13 +7,14 @@ import { runInNewContext } from 'node:vm';
 import { once } from 'node:events';
 import { MessageChannel } from 'node:worker_threads';
 import {
-  createId, DeviceContext, EventChannel, RdmaArgumentError, ResourceClosedError, WorkCompletionError,
+  createEndpoint, createId, DeviceContext, EventChannel, getAddrInfo, RdmaArgumentError, ResourceClosedError, WorkCompletionError,
   type MemoryRegion, type PreparedRecvChain, type SharedReceiveQueue,
 } from '../../src/index.js';
 import { contextOf } from '../../src/api/work-request-ids.js';
 import { libibverbs, librdmacm, type Pointer } from '../../src/raw.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
+import { assertClosedResource } from '../support/errors.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -26,8 +27,8 @@ test('a post after the queue pair is destroyed is refused before native code', {
     const qp = pair.client.queuePair;
     pair.client.destroyQp();
     gc();
-    assert.throws(() => send.post(), (error: unknown) => error instanceof RdmaArgumentError && /queue pair is closed/.test(error.message));
-    assert.throws(() => qp.postSend(region), ResourceClosedError);
+    assertClosedResource(() => send.post(), 'queue pair');
+    assertClosedResource(() => qp.postSend(region), 'queue pair');
     assert.throws(() => pair.client.postSend(region), RdmaArgumentError, 'the id says it has no queue pair');
   } finally {
     await pair.hangUp();
@@ -136,7 +137,47 @@ test('an id whose channel closed throws ResourceClosedError; a pending operation
   assert.equal(id.closed, true, 'the channel closed its ids first');
   await assert.rejects(id.resolveRoute(), ResourceClosedError);
   assert.throws(() => id.queuePair, ResourceClosedError);
-  assert.throws(() => createId(channel), RdmaArgumentError);
+  assertClosedResource(() => createId(channel), 'event channel', 'channel');
+});
+
+test('a closed resource passed as an argument throws ResourceClosedError naming the parameter, before native code', { timeout: 60_000 }, async () => {
+  const pair = await connectPair();
+  try {
+    const { client } = pair;
+    const device = client.device!;
+    const closedPd = device.allocPd();
+    closedPd.close();
+    const closedCq = device.createCq({ entries: 4 });
+    closedCq.close();
+    const closedChannel = new EventChannel();
+    closedChannel.close();
+    const region = client.regMsgs(Buffer.alloc(64));
+    region.deregister();
+    const info = getAddrInfo(deviceAddress(), String(freshPort()));
+    info.close();
+    using channel = new EventChannel();
+    using fresh = createId(channel);
+    await fresh.resolveAddr({ address: deviceAddress(), port: freshPort() });
+    await fresh.resolveRoute();
+    const rows: [call: () => unknown, resource: string, parameter: string][] = [
+      [() => createId(closedChannel), 'event channel', 'channel'],
+      [() => fresh.migrateId(closedChannel), 'event channel', 'channel'],
+      [() => fresh.createQp({}, closedPd), 'protection domain', 'pd'],
+      [() => fresh.createSrq({}, closedPd), 'protection domain', 'pd'],
+      [() => fresh.createQp({ sendCq: closedCq }), 'completion queue', 'attr.sendCq'],
+      [() => createEndpoint(info), 'address info', 'target'],
+      [() => createEndpoint({ host: deviceAddress(), port: freshPort() }, { pd: closedPd }), 'protection domain', 'options.pd'],
+      [() => client.queuePair.postRecv(region), 'memory region', 'region'],
+      [() => client.queuePair.postSend(region), 'memory region', 'region'],
+      [() => client.queuePair.prepareRecv(region), 'memory region', 'region'],
+    ];
+    for (const [call, resource, parameter] of rows) assertClosedResource(call, resource, parameter);
+    gc();
+    assert.equal(fresh.qp, undefined, 'no queue pair was made');
+    assert.equal(fresh.channel, channel, 'the id was not moved');
+  } finally {
+    await pair.hangUp();
+  }
 });
 
 test('closing a parent while its children are in use: the whole tree closes, children first, every later use throws', { timeout: 60_000 }, async () => {
@@ -293,7 +334,7 @@ test('a closed prepared request throws ResourceClosedError on post; closing its 
     assert.ok(prepared.every((request) => request.closed), 'the queue pair closed its prepared requests');
     assert.deepEqual(wrIds.map(contextOf), [undefined, undefined, undefined, undefined]);
     assert.equal(contextOf(chain.firstWrId + 1), undefined);
-    for (const request of prepared) assert.throws(() => request.post(), (error: unknown) => error instanceof RdmaArgumentError && /queue pair is closed/.test(error.message));
+    for (const request of prepared) assertClosedResource(() => request.post(), 'queue pair');
 
     const inbox = server.regMsgs(Buffer.alloc(64));
     const receive = srq.prepareRecv(inbox, { context: 'srq' });

@@ -8,6 +8,7 @@ import {
 import koffi from 'koffi';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
+import { assertAbortedWith } from '../support/errors.js';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { packageRoot } from '../../src/package-info.js';
@@ -213,8 +214,8 @@ test('a deregistered region is refused before native code; destroyQp then close 
     const prepared = pair.client.queuePair.prepareRecv(region);
     region.deregister();
     region.deregister();
-    assert.throws(() => prepared.post(), { name: 'RdmaArgumentError', message: /deregistered/ });
-    assert.throws(() => pair.client.postRecv(region), { name: 'RdmaArgumentError', message: /deregistered/ });
+    assert.throws(() => prepared.post(), { name: 'ResourceClosedError', message: /memory region is closed; it was deregistered/ });
+    assert.throws(() => pair.client.postRecv(region), { name: 'ResourceClosedError', message: /memory region passed as region is closed; it was deregistered/ });
     const qp = pair.client.queuePair;
     pair.client.destroyQp();
     assert.equal(qp.closed, true);
@@ -233,9 +234,33 @@ test('an AbortSignal stops a connect that nobody answers', { timeout: 30_000 }, 
   const controller = new AbortController();
   const connecting = id.connect(undefined, { signal: controller.signal, timeoutMs: 20_000 });
   controller.abort();
-  await assert.rejects(connecting, { name: 'AbortError' });
+  await assert.rejects(connecting, (error) => {
+    assertAbortedWith(error, controller.signal.reason);
+    return true;
+  });
   id.close();
   assert.equal(id.closed, true);
+});
+
+test('a signal aborted before the call rejects with AbortError, its reason as cause, and issues nothing', { timeout: 30_000 }, async () => {
+  using channel = new EventChannel();
+  using id = createId(channel);
+  const reason = new Error('changed my mind');
+  const early = AbortSignal.abort(reason);
+  await assert.rejects(id.resolveAddr({ address: deviceAddress(), port: freshPort() }, { signal: early }), (error) => {
+    assertAbortedWith(error, reason);
+    return true;
+  });
+  assert.equal(id.peerAddress, undefined, 'rdma_resolve_addr was not called');
+  // A wait with no call before it (waitForDisconnect) refuses the same way.
+  await assert.rejects(id.waitForDisconnect({ signal: AbortSignal.abort('no') }), (error) => {
+    assertAbortedWith(error, 'no');
+    return true;
+  });
+  // The id is untouched: it resolves as usual afterwards.
+  await id.resolveAddr({ address: deviceAddress(), port: freshPort() }, { timeoutMs: 5000 });
+  const resolved: CmId = id; // the assertion above narrowed id.peerAddress to undefined
+  assert.equal(resolved.peerAddress?.address, deviceAddress());
 });
 
 test('the longest timeout an operation takes arms no timer beyond setTimeout\'s limit', { timeout: 30_000 }, async () => {
@@ -278,7 +303,7 @@ test('a QP on your own PD or SRQ closes before them, and a closed PD of yours is
   assert.equal(region.closed, true);
 
   // Given no PD, librdmacm puts a QP on id->pd, the PD of the id's last QP: that is your PD again.
-  assert.throws(() => onOwnPd.createQp({ sendWr: 1, recvWr: 1 }), { name: 'RdmaArgumentError', message: /closed since/ });
+  assert.throws(() => onOwnPd.createQp({ sendWr: 1, recvWr: 1 }), { name: 'ResourceClosedError', resource: 'protection domain', message: /closed since/ });
   const ownPd = onOwnPd.device!.allocPd();
   onOwnPd.createQp({ sendWr: 1, recvWr: 1 }, ownPd);
   onOwnPd.destroyQp();
@@ -288,7 +313,7 @@ test('a QP on your own PD or SRQ closes before them, and a closed PD of yours is
   second.postRecv(onOwnPd.regMsgs(Buffer.alloc(64)));
   ownPd.close();
   assert.equal(second.closed, true);
-  assert.throws(() => onOwnPd.pd, { name: 'RdmaArgumentError', message: /closed since/ });
+  assert.throws(() => onOwnPd.pd, { name: 'ResourceClosedError', resource: 'protection domain', message: /closed since/ });
 
   // The id's SRQ: closing it closes the QP that takes its receives first.
   using onSrq = await routedId(channel);

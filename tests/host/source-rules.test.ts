@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const srcRoot = fileURLToPath(new URL('../../src', import.meta.url));
@@ -37,4 +37,119 @@ test('src imports Buffer, performance and process from node: modules instead of 
     }
   }
   assert.deepEqual(missing, []);
+});
+
+// ---------------------------------------------------------------- layering
+// c-library.ts ← src/structs ← src/ffi ← src/api ← src/net ← (index.ts, raw.ts) ← src/cli:
+// a module imports from its own layer and the ones below, never above, type
+// imports included (a layout is plain data and knows nothing of the FFI; the
+// C library the process runs on, which sizes musl's pthread_mutex_t, sits below).
+// package-info.ts is a leaf any layer above src/structs may use.
+
+/** The src-relative paths a module imports (`import`, `import type`, `export … from`, `import()`). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(join(srcRoot, file), 'utf8');
+  const specifiers = [
+    ...text.matchAll(/^\s*(?:import|export)\b[^'";]*?\bfrom\s+'([^']+)'/gm),
+    ...text.matchAll(/^\s*import\s+'([^']+)'/gm),
+    ...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g),
+  ].map((match) => match[1]!);
+  return specifiers
+    .filter((specifier) => specifier.startsWith('.'))
+    .map((specifier) => relative(srcRoot, resolve(dirname(join(srcRoot, file)), specifier)).replace(/\.js$/, '.ts'));
+}
+
+const sourceFiles = readdirSync(srcRoot, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => f.split(sep).join('/'));
+const importGraph = new Map(sourceFiles.map((file) => [file, importsOf(file)]));
+
+const LAYERS = ['platform', 'structs', 'ffi', 'api', 'net', 'entry', 'cli'] as const;
+/** A module's layer: its folder, 'platform' for c-library.ts, or 'entry' for the package's entry points. */
+function layerOf(file: string): number | 'leaf' {
+  if (file === 'package-info.ts') return 'leaf';
+  if (file === 'c-library.ts') return LAYERS.indexOf('platform');
+  if (file === 'index.ts' || file === 'raw.ts') return LAYERS.indexOf('entry');
+  const layer = LAYERS.indexOf(file.split('/')[0] as (typeof LAYERS)[number]);
+  assert.ok(layer >= 0, `${file} is in no known layer: add its folder to LAYERS`);
+  return layer;
+}
+
+/** Every import that goes up a layer, or out of a leaf, as 'from → to'. */
+function layeringViolations(graph: ReadonlyMap<string, readonly string[]>): string[] {
+  const violations: string[] = [];
+  for (const [from, targets] of graph) {
+    const fromLayer = layerOf(from);
+    for (const to of targets) {
+      const toLayer = layerOf(to);
+      const allowed = fromLayer === 'leaf' ? false
+        : toLayer === 'leaf' ? fromLayer > LAYERS.indexOf('structs')
+        : toLayer <= fromLayer;
+      if (!allowed) violations.push(`${from} → ${to}`);
+    }
+  }
+  return violations;
+}
+
+/** The import cycles: every strongly connected set of two or more modules (Tarjan's algorithm), and self-imports. */
+function importCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const order = new Map<string, number>();
+  const lowest = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (module: string): void => {
+    order.set(module, order.size);
+    lowest.set(module, order.get(module)!);
+    stack.push(module);
+    onStack.add(module);
+    for (const next of graph.get(module) ?? []) {
+      if (!graph.has(next)) continue;
+      if (!order.has(next)) {
+        visit(next);
+        lowest.set(module, Math.min(lowest.get(module)!, lowest.get(next)!));
+      } else if (onStack.has(next)) {
+        lowest.set(module, Math.min(lowest.get(module)!, order.get(next)!));
+      }
+    }
+    if (lowest.get(module) !== order.get(module)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== module);
+    if (component.length > 1 || graph.get(module)!.includes(module)) cycles.push(component.sort());
+  };
+  for (const module of graph.keys()) if (!order.has(module)) visit(module);
+  return cycles;
+}
+
+test('the import graph of src was read: every relative import resolves to a source file', () => {
+  assert.ok(importGraph.size > 50, `${importGraph.size} modules`);
+  assert.ok(importGraph.get('api/cm-id.ts')!.includes('api/event-channel.ts'), 'a known import is found');
+  assert.ok(importGraph.get('ffi/library.ts')!.includes('structs/pointer.ts'), 'type imports count');
+  assert.ok(importGraph.get('index.ts')!.includes('raw.ts'), 'export … from counts');
+  const unresolved = [...importGraph].flatMap(([from, targets]) => targets.filter((to) => !importGraph.has(to)).map((to) => `${from} → ${to}`));
+  assert.deepEqual(unresolved, []);
+});
+
+test('src imports run one way: c-library ← structs ← ffi ← api ← net ← index/raw ← cli (type imports too)', () => {
+  assert.deepEqual(layeringViolations(importGraph), []);
+  // The checker itself: a layout that imports a type from the FFI layer, an API module that imports the CLI.
+  assert.deepEqual(
+    layeringViolations(new Map([
+      ['structs/verbs-work.ts', ['ffi/library.ts', 'c-library.ts']], ['api/cm-id.ts', ['cli/main.ts', 'structs/pointer.ts']],
+      ['package-info.ts', ['api/errors.ts']], ['c-library.ts', ['structs/pointer.ts']],
+    ])),
+    ['structs/verbs-work.ts → ffi/library.ts', 'api/cm-id.ts → cli/main.ts', 'package-info.ts → api/errors.ts', 'c-library.ts → structs/pointer.ts'],
+  );
+});
+
+test('src has no import cycles (type imports too)', () => {
+  assert.deepEqual(importCycles(importGraph), []);
+  // The checker itself: a two-module loop through a type import, and a self-import.
+  assert.deepEqual(
+    importCycles(new Map([['api/cm-id.ts', ['api/event-channel.ts']], ['api/event-channel.ts', ['api/cm-id.ts']], ['api/a.ts', ['api/a.ts']], ['api/b.ts', ['api/cm-id.ts']]])),
+    [['api/cm-id.ts', 'api/event-channel.ts'], ['api/a.ts']],
+  );
 });

@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { hostRdmaDevices } from '../support/device.js';
 import koffi from 'koffi';
 import { z } from 'zod';
@@ -15,6 +16,8 @@ import {
   UnsupportedError, WorkCompletionError, connParamSchema, createEndpoint, createId, getAddrInfo, type WorkCompletion,
 } from '../../src/index.js';
 import { RdmaError as FfiRdmaError } from '../../src/ffi/errors.js';
+import { abortError } from '../../src/api/errors.js';
+import { assertAbortedWith } from '../support/errors.js';
 import { encodeConnParam, type ConnParam } from '../../src/api/conn-param.js';
 import { endpointSchema, waitSchema } from '../../src/api/cm-id.js';
 import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/validate.js';
@@ -519,6 +522,28 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
     },
   },
   {
+    name: 'RdmaError ENODEV with a hint of its own: a wrong device name among devices is not "no RDMA device"',
+    make: () => new RdmaError('ibv_open_device', 19, 'no device named mlx5_9', { hint: 'this host\'s RDMA device is rxe0: pass one of those names, or none for the first' }),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'ENODEV');
+      assert.equal(error.hint, 'this host\'s RDMA device is rxe0: pass one of those names, or none for the first');
+      assert.match(error.message, /^ibv_open_device failed: ENODEV \([^)]+\) — no device named mlx5_9 — this host's RDMA device is rxe0: pass one of those names, or none for the first$/);
+      assert.doesNotMatch(error.message, /no RDMA device/);
+      assert.equal(error.missing, undefined, 'its own hint overrides the missing-piece diagnosis: nothing is missing, the name is wrong');
+    },
+  },
+  {
+    name: 'RdmaError EACCES for a device file libibverbs reported as ENOENT: the permission hint, not a missing piece',
+    make: () => new RdmaError('ibv_open_device', 13, 'device rxe1: this process may not read and write /dev/infiniband/uverbs1 (libibverbs reported ENOENT)'),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'EACCES');
+      assert.equal(error.missing, undefined);
+      assert.match(error.message, /RDMA devices under \/dev\/infiniband need read\/write access$/);
+    },
+  },
+  {
     name: 'RdmaError EADDRNOTAVAIL: the address hint',
     make: () => new RdmaError('rdma_bind_addr', 99),
     check: (error) => {
@@ -578,6 +603,17 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
       assert.equal(error.code, 'ERR_RDMACM_CLOSED');
       assert.equal(error.resource, 'memory region');
       assert.equal(error.message, 'postSend: the memory region is closed');
+    },
+  },
+  {
+    name: 'ResourceClosedError for a closed argument names the parameter, then the hint',
+    make: () => new ResourceClosedError('memory region', 'QueuePair.postRecv', 'it was deregistered', 'region'),
+    check: (error) => {
+      assert.ok(error instanceof ResourceClosedError);
+      assert.equal(error.code, 'ERR_RDMACM_CLOSED');
+      assert.equal(error.resource, 'memory region');
+      assert.equal(error.parameter, 'region');
+      assert.equal(error.message, 'QueuePair.postRecv: the memory region passed as region is closed; it was deregistered');
     },
   },
   {
@@ -669,6 +705,24 @@ for (const row of errorRows) {
     row.check(error);
   });
 }
+
+test('errors: AbortError has the shape of Node\'s own aborted operations, the signal\'s reason as cause', async () => {
+  const reason = new Error('stop');
+  const controller = new AbortController();
+  controller.abort(reason);
+  // Node's own: timers/promises rejects an aborted wait with its internal AbortError.
+  const nodes = (await sleep(1, undefined, { signal: controller.signal }).then(() => undefined, (e: unknown) => e)) as Error & { code: unknown };
+  const ours = abortError(controller.signal);
+  const shape = (error: Error & { code: unknown }) => ({ name: error.name, code: error.code, message: error.message, cause: error.cause, keys: Object.keys(error).sort() });
+  assert.deepEqual(shape(ours), shape(nodes));
+  assertAbortedWith(ours, reason);
+  assert.equal(String(ours), 'AbortError: The operation was aborted');
+  // abort() without a reason: the signal's DOMException becomes the cause, never the error itself.
+  const plain = new AbortController();
+  plain.abort();
+  assert.ok(plain.signal.reason instanceof DOMException);
+  assertAbortedWith(abortError(plain.signal), plain.signal.reason);
+});
 
 // ---------------------------------------------------------------- address handle attributes
 // koffi.encode aborts the process on a non-number in a numeric field and

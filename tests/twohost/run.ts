@@ -11,7 +11,9 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createId, EventChannel, WorkCompletionError, ConnectionError, RdmaError, type CmId } from '../../src/index.js';
+import {
+  createId, connect, createServer, EventChannel, WorkCompletionError, ConnectionError, RdmaError, type CmId, type RdmaServer, type RdmaSocket,
+} from '../../src/index.js';
 
 const hostIndex = Number(process.env.RDMACM_HOST_INDEX);
 const [serverAddress, clientAddress] = (process.env.RDMACM_TEST_ADDRS ?? '').split(' ');
@@ -229,5 +231,50 @@ test('the link goes down and up mid-transfer: both sides resume or report a type
     });
     console.log(`twohost: flap: client sent ${sent}/${count} (${outcome}) in ${Date.now() - started} ms`);
     assert.ok(outcome === 'complete' || outcome.startsWith('typed error'), outcome);
+  }
+});
+
+test('rdmacm/net with keepalive: the link goes down for good, each side reports an error and closes within 10 s', { timeout: 120_000 }, async () => {
+  const port = 18519;
+  const keepalive = { keepAlive: true, keepAliveInitialDelay: 1000 };
+  let socket: RdmaSocket;
+  let server: RdmaServer | undefined;
+  if (hostIndex === 0) {
+    server = createServer(keepalive);
+    const accepted = new Promise<RdmaSocket>((resolve) => server!.once('connection', resolve));
+    server.listen(port, serverAddress!);
+    await new Promise((resolve) => server!.once('listening', resolve));
+    signal('net-listening');
+    socket = await accepted;
+  } else {
+    await meet('net-listening');
+    socket = connect({ port, host: serverAddress!, ...keepalive });
+    await new Promise((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+  }
+  const errors: (Error & { code?: string })[] = [];
+  socket.on('error', (error) => errors.push(error));
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  // Both ends echo a byte first: the connection works before the link goes.
+  socket.write('x');
+  await new Promise((resolve) => socket.once('data', resolve));
+  signal(`net-ready-${hostIndex}`);
+  await meet(`net-ready-${1 - hostIndex}`);
+  const downAt = Date.now();
+  if (hostIndex === 1) sh('ip', 'link', 'set', netdev, 'down');
+  try {
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+    const elapsed = Date.now() - downAt;
+    console.log(`twohost: net keepalive: host${hostIndex} closed ${elapsed} ms after the link went down (${errors.map((e) => e.code).join(', ')})`);
+    assert.ok(socket.closed, 'the socket closed');
+    assert.ok(elapsed < 10_000, `closed after ${elapsed} ms`);
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0]!.code, 'ECONNRESET');
+  } finally {
+    if (hostIndex === 1) sh('ip', 'link', 'set', netdev, 'up');
+    socket.destroy();
+    if (server) await new Promise((resolve) => server!.close(resolve));
   }
 });
