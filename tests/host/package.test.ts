@@ -27,6 +27,7 @@ test('npm pack installs and imports with no compiler on PATH', { timeout: 300_00
   const files = packed[0]!.files.map((f) => f.path);
   assert.ok(files.includes('dist/src/index.js'), 'the tarball carries the built JS');
   assert.ok(files.includes('dist/src/index.d.ts'), 'the tarball carries the type declarations');
+  assert.ok(files.includes('dist/src/net/index.js') && files.includes('dist/src/net/index.d.ts'), 'the tarball carries rdmacm/net');
   assert.ok(files.includes('bin/rdmacm'));
   assert.ok(files.includes('scripts/setup-rxe.sh') && files.includes('scripts/rxe-vm.sh'), 'the tarball carries the soft-RoCE scripts');
   assert.ok(!files.some((f) => f.endsWith('.map')), 'no source maps whose sources are not published');
@@ -47,6 +48,8 @@ test('npm pack installs and imports with no compiler on PATH', { timeout: 300_00
   const imported = execFileSync('node', ['-e', "import('rdmacm').then((m) => console.log(Object.keys(m).sort().join(',')))"], { cwd: app, env, encoding: 'utf8' });
   assert.match(imported, /RdmaError/);
   assert.match(imported, /raw/);
+  const net = execFileSync('node', ['-e', "import('rdmacm/net').then((m) => console.log(Object.keys(m).sort().join(',')))"], { cwd: app, env, encoding: 'utf8' });
+  assert.match(net.trim(), /(^|,)RdmaServer,RdmaSocket,connect,createConnection,createServer(,|$)/);
   const version = execFileSync(join(app, 'node_modules/.bin/rdmacm'), ['--version'], { cwd: app, env, encoding: 'utf8' });
   assert.match(version, /^rdmacm \d+\.\d+\.\d+/);
   installedCli = join(app, 'node_modules/.bin/rdmacm');
