@@ -165,9 +165,10 @@ test('http: http.createServer fed by RdmaServer; http.request({ createConnection
     // A keep-alive Agent whose connections are RdmaSockets: the second request goes over the first one's socket.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     let made = 0;
-    agent.createConnection = () => {
+    // The agent passes the request's host and port (the recipe in docs/net.md).
+    agent.createConnection = (options) => {
       made++;
-      return connect(port, host) as unknown as ReturnType<http.Agent['createConnection']>;
+      return connect(Number(options.port), options.host!);
     };
     try {
       const first = await request({ path: '/one', host, port, agent });
