@@ -253,6 +253,13 @@ export class RdmaSocket extends Duplex implements StreamEvents {
 
   onReadable(): void {
     if (this.#wantsRead) this.#pull();
+    else if (this.#conn?.readEnded && !this.#eofPushed) {
+      // Nobody is reading (a socket only written to): as node:net, push the end
+      // anyway and read(0) so 'end' comes and the socket can close.
+      this.#eofPushed = true;
+      this.push(null);
+      this.read(0);
+    }
   }
 
   onWritable(): void {

@@ -13,6 +13,7 @@
 //   sink    4 bytes for receive requests (write-with-imm consumes a receive
 //           without writing to it)
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import type { CmId } from '../api/cm-id.js';
 import type { CompletionListener, CompletionQueue } from '../api/completion-queue.js';
 import type { MemoryRegion } from '../api/memory-region.js';
@@ -44,6 +45,9 @@ const REPOST_BATCH = 16;
 /** Send queue bookkeeping: what a send completion returns. Data sends return staging bytes (≥ 0). */
 const CONTROL = -1;
 const IOMAP = -2;
+const KEEPALIVE = -3;
+/** Keepalive periods without an acknowledgement before the peer is declared gone. */
+const KEEPALIVE_PROBES = 5;
 /** Iomap entries in flight at once (each has a staging slot until its completion). */
 const IOMAP_SLOTS = 4;
 /** Where this side's own iomap table starts in its target memory: after the 2-entry SGL. */
@@ -160,6 +164,7 @@ export class StreamConnection implements CompletionListener {
   #sendsCompleted = 0;
   #endQueued: 'shutdown' | 'disconnect' | undefined;
   #keepaliveTimer: NodeJS.Timeout | undefined;
+  #keepProcessAlive = true;
   bytesRead = 0;
   bytesWritten = 0;
 
@@ -271,6 +276,7 @@ export class StreamConnection implements CompletionListener {
 
   /** Whether the process is kept alive while this connection waits. */
   setKeepProcessAlive(keepAlive: boolean): void {
+    this.#keepProcessAlive = keepAlive;
     if (keepAlive) this.#cq.ref();
     else this.#cq.unref();
     this.#keepaliveTimer?.[keepAlive ? 'ref' : 'unref']();
@@ -349,6 +355,10 @@ export class StreamConnection implements CompletionListener {
     this.#inFlightHead = (this.#inFlightHead + 1) % this.#inFlight.length;
     this.#inFlightCount--;
     if (returned === CONTROL) this.#controlFree++;
+    else if (returned === KEEPALIVE) {
+      this.#controlFree++;
+      this.#keepaliveSentAt = undefined;
+    }
     else if (returned === IOMAP) {
       this.#iomapInFlight--;
       this.#sendQueueFree++;
@@ -721,17 +731,36 @@ export class StreamConnection implements CompletionListener {
     this.#fail(lostPeer());
   }
 
-  /** Sends a keepalive (an imm-less zero-length write) every `periodMs`; a dead peer then fails the next one. */
+  /**
+   * Sends a keepalive (an imm-less zero-length write, as rsockets) every
+   * `periodMs`. A dead peer fails it once the device gives up retrying; and
+   * since that can take long (rxe retried for over 30 s with the peer's link
+   * down), a keepalive still unacknowledged after KEEPALIVE_PROBES periods
+   * fails the connection with ETIMEDOUT, as TCP's unanswered probes do.
+   */
   setKeepalive(periodMs: number | undefined): void {
     clearInterval(this.#keepaliveTimer);
     this.#keepaliveTimer = undefined;
+    this.#keepaliveSentAt = undefined;
     if (periodMs === undefined) return;
     this.#keepaliveTimer = setInterval(() => {
-      if (this.#started && !this.#released && !this.#failed && !this.#localEnd && this.#peerEnd !== 'disconnect' && this.#controlFree > 0) {
-        this.#postControl(this.#keepaliveWrite);
+      if (!this.#started || this.#released || this.#failed || this.#localEnd || this.#peerEnd === 'disconnect') return;
+      if (this.#keepaliveSentAt !== undefined) {
+        if (performance.now() - this.#keepaliveSentAt >= KEEPALIVE_PROBES * periodMs) {
+          this.#fail(codedError('ETIMEDOUT', `the peer acknowledged no keepalive for ${KEEPALIVE_PROBES * periodMs} ms`));
+        }
+        return;
       }
+      if (this.#controlFree === 0) return;
+      this.#keepaliveSentAt = performance.now();
+      this.#controlFree--;
+      this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = KEEPALIVE;
+      this.#sendsPosted++;
+      this.#keepaliveWrite.post();
     }, periodMs);
+    if (!this.#keepProcessAlive) this.#keepaliveTimer.unref();
   }
+  #keepaliveSentAt: number | undefined;
 
   // ---- ending --------------------------------------------------------------
 
@@ -791,16 +820,19 @@ export class StreamConnection implements CompletionListener {
   }
 }
 
+/** An Error with a system error's code, for the socket to report. */
+function codedError(code: string, message: string): Error {
+  const error = new Error(message) as Error & { code: string };
+  error.code = code;
+  return error;
+}
+
 /** The peer is gone without a goodbye (a flushed or failed send, a DREQ before DISCONNECT). */
 function lostPeer(status?: number): Error {
-  const error = new Error(status === undefined ? 'the peer went away without a disconnect' : `a send failed: ${WcStatus.nameOf(status)}`) as Error & { code: string };
-  error.code = 'ECONNRESET';
-  return error;
+  return codedError('ECONNRESET', status === undefined ? 'the peer went away without a disconnect' : `a send failed: ${WcStatus.nameOf(status)}`);
 }
 
 function completionFailure(cq: CompletionQueue, index: number): Error {
   const completion = cq.completionAt(index);
-  const error = new Error(`a receive failed: ${completion.status} (${completion.statusText})`) as Error & { code: string };
-  error.code = 'ECONNRESET';
-  return error;
+  return codedError('ECONNRESET', `a receive failed: ${completion.status} (${completion.statusText})`);
 }

@@ -69,6 +69,7 @@ test('npm pack builds from an empty dist/ and ships only what users need', { tim
   assert.ok(files.includes('dist/src/index.d.ts'), 'the tarball carries the type declarations');
   assert.ok(files.includes('dist/src/cli/main.js'), 'the tarball carries the CLI');
   assert.ok(!files.includes('dist/src/removed-module.js'), 'prepack builds from an empty dist/');
+  assert.ok(files.includes('dist/src/net/index.js') && files.includes('dist/src/net/index.d.ts'), 'the tarball carries rdmacm/net');
   assert.ok(files.includes('bin/rdmacm'));
   assert.ok(files.includes('scripts/setup-rxe.sh') && files.includes('scripts/rxe-vm.sh'), 'the tarball carries the soft-RoCE scripts');
   assert.ok(!files.some((f) => f.endsWith('.map')), 'no source maps whose sources are not published');
@@ -90,6 +91,8 @@ test('the tarball installs and imports with no compiler on PATH', { timeout: 300
   const imported = execFileSync('node', ['-e', "import('rdmacm').then((m) => console.log(Object.keys(m).sort().join(',')))"], { cwd: app, env, encoding: 'utf8' });
   assert.match(imported, /RdmaError/);
   assert.match(imported, /raw/);
+  const net = execFileSync('node', ['-e', "import('rdmacm/net').then((m) => console.log(Object.keys(m).sort().join(',')))"], { cwd: app, env, encoding: 'utf8' });
+  assert.match(net.trim(), /(^|,)RdmaServer,RdmaSocket,connect,createConnection,createServer(,|$)/);
   const version = execFileSync(join(app, 'node_modules/.bin/rdmacm'), ['--version'], { cwd: app, env, encoding: 'utf8' });
   assert.match(version, /^rdmacm \d+\.\d+\.\d+/);
   installedCli = join(app, 'node_modules/.bin/rdmacm');

@@ -271,7 +271,8 @@ test('rdmacm/net with keepalive: the link goes down for good, each side reports 
     assert.ok(socket.closed, 'the socket closed');
     assert.ok(elapsed < 10_000, `closed after ${elapsed} ms`);
     assert.equal(errors.length, 1);
-    assert.equal(errors[0]!.code, 'ECONNRESET');
+    // The side whose link went down fails its own sends at once; the other hears nothing and times out its keepalive.
+    assert.ok(['ECONNRESET', 'ETIMEDOUT'].includes(errors[0]!.code!), errors[0]!.code);
   } finally {
     if (hostIndex === 1) sh('ip', 'link', 'set', netdev, 'up');
     socket.destroy();
