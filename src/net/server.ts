@@ -9,7 +9,7 @@ import { createId, type CmId } from '../api/cm-id.js';
 import type { EventConnParam } from '../api/cm-event.js';
 import { ResourceClosedError } from '../api/errors.js';
 import { ChannelHold } from './shared-channel.js';
-import { RdmaSocket, attachAcceptedSocket } from './socket.js';
+import { RdmaSocket, attachAcceptedSocket, socketEvents } from './socket.js';
 import { StreamConnection } from './stream-connection.js';
 import { decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError } from './errors.js';
@@ -135,7 +135,7 @@ export class RdmaServer extends EventEmitter {
     const socket = new RdmaSocket({ allowHalfOpen: o.allowHalfOpen, ...(o.highWaterMark ? { highWaterMark: o.highWaterMark } : {}) });
     let conn: StreamConnection | undefined;
     try {
-      conn = new StreamConnection(request, o.rdma, socket);
+      conn = new StreamConnection(request, o.rdma, socketEvents(socket));
       // As rsockets: echo the request's parameters, with this side's connection data.
       const r = request.request as EventConnParam;
       await request.accept({

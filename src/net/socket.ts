@@ -71,8 +71,9 @@ export interface RdmaMapping {
 
 /** Set by RdmaSocket's static block: only this module reaches a socket's private state. */
 let attachAccepted: (socket: RdmaSocket, hold: ChannelHold, id: CmId, conn: StreamConnection, peer: ConnData) => void;
+let eventsOf: (socket: RdmaSocket) => StreamEvents;
 
-export class RdmaSocket extends Duplex implements StreamEvents {
+export class RdmaSocket extends Duplex {
   #sizes: ResolvedSizes | undefined;
   #hold: ChannelHold | undefined;
   #id: CmId | undefined;
@@ -209,7 +210,7 @@ export class RdmaSocket extends Duplex implements StreamEvents {
       await id.resolveAddr({ address, port: o.port }, { ...wait, ...source });
       await id.resolveRoute(wait);
       if (this.destroyed) return;
-      const conn = new StreamConnection(id, o.rdma, this);
+      const conn = new StreamConnection(id, o.rdma, this.#events);
       this.#conn = conn;
       // rsockets' active side: flow control, retries forever on RNR, no RDMA reads.
       const established = await id.connect(
@@ -228,6 +229,7 @@ export class RdmaSocket extends Duplex implements StreamEvents {
   }
 
   static {
+    eventsOf = (socket) => socket.#events;
     attachAccepted = (socket, hold, id, conn, peer) => {
       socket.#hold = hold;
       socket.#id = id;
@@ -249,9 +251,19 @@ export class RdmaSocket extends Duplex implements StreamEvents {
     this.#continueWrite();
   }
 
-  // ---- StreamEvents --------------------------------------------------------------
+  // ---- what the connection tells the socket ------------------------------------------
 
-  onReadable(): void {
+  /** Handed to the connection instead of the socket, so the socket's public type shows none of it. */
+  readonly #events: StreamEvents = {
+    onReadable: () => this.#onReadable(),
+    onWritable: () => {
+      this.#continueDirect();
+      this.#continueWrite();
+    },
+    onFailure: (error) => this.#onFailure(error),
+  };
+
+  #onReadable(): void {
     if (this.#wantsRead) this.#pull();
     else if (this.#conn?.readEnded && !this.#eofPushed) {
       // Nobody is reading (a socket only written to): as node:net, push the end
@@ -262,12 +274,7 @@ export class RdmaSocket extends Duplex implements StreamEvents {
     }
   }
 
-  onWritable(): void {
-    this.#continueDirect();
-    this.#continueWrite();
-  }
-
-  onFailure(error: Error): void {
+  #onFailure(error: Error): void {
     this.destroy(error instanceof ProtocolError ? error : new RdmaNetError('read', (error as { code?: string }).code ?? 'ECONNRESET', {
       address: this.#remote?.address, port: this.#remote?.port, cause: error,
     }));
@@ -541,6 +548,11 @@ export class RdmaSocket extends Duplex implements StreamEvents {
  */
 export function attachAcceptedSocket(socket: RdmaSocket, hold: ChannelHold, id: CmId, conn: StreamConnection, peer: ConnData): void {
   attachAccepted(socket, hold, id, conn, peer);
+}
+
+/** For the server: where an incoming connection's events go, to the socket made for it. Not exported by the package. */
+export function socketEvents(socket: RdmaSocket): StreamEvents {
+  return eventsOf(socket);
 }
 
 /** node:net's connect()/createConnection(): a new socket, connecting. */
