@@ -186,6 +186,7 @@ test('a paused reader stops the writer: nothing buffers without bound while 1 Gi
     }
     // Bounded by the buffers: the two rings (128 KiB each), the staging ring, and the streams' highWaterMarks.
     const offeredWhilePaused = offered;
+    console.log(`# paused reader: the writer was pulled for ${offeredWhilePaused} bytes in 5 s, RSS grew ${((rssPeak - rssBefore) / 2 ** 20).toFixed(1)} MiB`);
     assert.ok(offeredWhilePaused < 4 << 20, `the writer was pulled for ${offeredWhilePaused} bytes while its reader was paused`);
     assert.ok(rssPeak - rssBefore < 64 << 20, `RSS grew by ${rssPeak - rssBefore} bytes while paused`);
     // Resumed, the bytes flow again.
@@ -283,6 +284,7 @@ test('a peer killed with SIGKILL: the socket reports ECONNRESET, then closes, wi
     peer.kill('SIGKILL');
     await closed;
     const elapsed = performance.now() - killedAt;
+    console.log(`# SIGKILLed peer: ${errors[0]?.code} then close ${elapsed.toFixed(0)} ms after the kill`);
     assert.ok(elapsed < 10_000, `closed ${elapsed.toFixed(0)} ms after the kill`);
     assert.equal(errors.length, 1);
     assert.equal(errors[0]!.code, 'ECONNRESET');
