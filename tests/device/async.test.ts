@@ -345,7 +345,7 @@ test('events of many ids interleave on one channel and reach their own ids', { t
   }
 });
 
-test('the process exits by itself once its resources are closed', { timeout: 60_000 }, () => {
+test('the process exits by itself once its resources are closed', { timeout: 150_000 }, () => {
   const entry = fileURLToPath(new URL('../../src/index.js', import.meta.url));
   const script = `
     const { createId, EventChannel } = await import(${JSON.stringify(entry)});
@@ -358,7 +358,8 @@ test('the process exits by itself once its resources are closed', { timeout: 60_
     id.close();
     channel.close();
     console.log('closed');`;
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  // A hang is what this catches: the bound is generous, as a loaded emulated guest took 17–40 s just to import the package.
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
   assert.equal(result.signal, null, 'it was not killed by the timeout');
   assert.equal(result.status, 0, result.stderr);
   assert.match(result.stdout, /closed/);
