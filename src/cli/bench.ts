@@ -7,6 +7,7 @@ import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { parseCommandArgs, usageError } from './arguments.js';
+import { runBenchStream } from './bench-stream.js';
 import { listDevices, noDeviceFoundReason } from '../api/devices.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { ConnectionError } from '../api/cm-event.js';
@@ -18,9 +19,10 @@ import {
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from './bench-loops.js';
 
-export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench';
+export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench, or sockets as rstream does (stream)';
 
 const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e] [--json] [SERVER_ADDR]
+       rdmacm bench stream [options] SERVER_ADDR | -l [BIND_ADDR]   (rdmacm bench stream --help)
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
 ib_send_lat and ib_send_bw do. Without SERVER_ADDR it serves one client and
@@ -30,6 +32,8 @@ travel in the connection's private data, so both sides run the same test.
   lat   ping-pong; reports half the round trip in µs: min, p50, avg, p99, p99.9, max
   bw    the client streams SIZE-byte sends (window ${'128'}, 1 in 16 signaled);
         reports MB/s (1e6 bytes/s) and million messages per second
+  stream  rstream's ping-pong and throughput runs over rdmacm/net sockets, against
+        another rdmacm bench stream or rstream itself (rdmacm bench stream --help)
 
 Options:
   -s, --size SIZE        message size in bytes (default 2 for lat, 65536 for bw)
@@ -188,6 +192,7 @@ function integerOption(value: string | undefined, name: string, max: number, min
 
 /** Runs `rdmacm bench`; resolves to the exit code. */
 export async function runBench(argv: string[]): Promise<number> {
+  if (argv[0] === 'stream') return runBenchStream(argv.slice(1));
   const fail = (message: string) => usageError('bench', usage, message);
   const parsed = parseCommandArgs('bench', usage, argv, {
     size: { type: 'string', short: 's' },
@@ -203,7 +208,8 @@ export async function runBench(argv: string[]): Promise<number> {
   if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
   const [modeArg, address, ...extra] = positionals;
-  if (modeArg !== 'lat' && modeArg !== 'bw') return fail(modeArg === undefined ? 'say lat or bw' : `unknown test '${modeArg}' (lat or bw)`);
+  if (modeArg === 'stream') return fail('options of bench stream go after the word stream: rdmacm bench stream [options]');
+  if (modeArg !== 'lat' && modeArg !== 'bw') return fail(modeArg === undefined ? 'say lat, bw or stream' : `unknown test '${modeArg}' (lat, bw or stream)`);
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
   const mode: Mode = modeArg;
   const onEvents = values.events === true;

@@ -4,6 +4,7 @@ import { devicesSummary, runDevices } from './devices.js';
 import { runSmokeCommand, smokeSummary } from './smoke.js';
 import { replSummary, runRepl } from './repl.js';
 import { pingSummary, runPing } from './ping.js';
+import { ncSummary, runNc } from './nc.js';
 
 export interface Command {
   readonly name: string;
@@ -18,4 +19,5 @@ export const commands: readonly Command[] = [
   { name: 'bench', summary: benchSummary, run: runBench },
   { name: 'repl', summary: replSummary, run: runRepl },
   { name: 'ping', summary: pingSummary, run: runPing },
+  { name: 'nc', summary: ncSummary, run: runNc },
 ];

@@ -18,7 +18,7 @@ test('rdmacm bench --help prints the usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['lat', '--help']]) {
     const result = rdmacm('bench', ...args);
     assert.equal(result.status, 0, `stderr: ${result.stderr} (a stale dist/? run npm run build)`);
-    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-I BYTES\] \[-e\] \[--json\] \[SERVER_ADDR\]/);
+    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-I BYTES\] \[-e\] \[--json\] \[SERVER_ADDR\]\n {7}rdmacm bench stream /);
     assert.equal(result.stderr, '');
   }
 });
@@ -33,8 +33,9 @@ test('a bad option or argument exits 1 with one line and the usage', () => {
   const cases: [string[], RegExp][] = [
     [['lat', '--bogus'], /^rdmacm bench: Unknown option '--bogus'/],
     [['lat', '-x'], /^rdmacm bench: Unknown option '-x'/],
-    [[], /^rdmacm bench: say lat or bw$/],
-    [['ping'], /^rdmacm bench: unknown test 'ping' \(lat or bw\)$/],
+    [[], /^rdmacm bench: say lat, bw or stream$/],
+    [['ping'], /^rdmacm bench: unknown test 'ping' \(lat, bw or stream\)$/],
+    [['--json', 'stream'], /^rdmacm bench: options of bench stream go after the word stream/],
     [['lat', '-s', '0'], /^rdmacm bench: --size must be an integer/],
     [['bw', '-n', 'many'], /^rdmacm bench: --iters must be an integer/],
     [['lat', '-w', '1e3'], /^rdmacm bench: --warmup must be an integer/],

@@ -2,9 +2,11 @@
 // a TypeScript peer of the real tool: a 16-byte sync each way, then per
 // iteration `count` × `size` bytes client → server, then the same back. With
 // -T v every byte a process sends is its running byte count mod 256, and the
-// receiver checks its own running count.
+// receiver checks its own running count. The exchange is `rdmacm bench
+// stream`'s (src/cli/stream-exchange.ts); ExactReader serves rcopy-peer.ts.
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
+import { streamExchange } from '../../src/cli/stream-exchange.js';
 
 /** Reads exact byte counts from a stream, in order. */
 export class ExactReader {
@@ -48,44 +50,9 @@ export class ExactReader {
   }
 }
 
-/** One side of an rstream custom run (-S size -C count -I iterations -T v). */
+/** One side of an rstream custom run (-S size -C count -I iterations -T v): the CLI's own exchange, verifying every byte. */
 export async function rstreamExchange(
   socket: Duplex, role: 'client' | 'server', plan: { size: number; count: number; iterations: number },
 ): Promise<void> {
-  const reader = new ExactReader(socket);
-  let sent = 0;
-  let received = 0;
-  const patterned = (length: number) => {
-    const out = Buffer.allocUnsafe(length);
-    for (let i = 0; i < length; i++) out[i] = (sent + i) & 0xff;
-    sent += length;
-    return out;
-  };
-  const write = (data: Buffer) => new Promise<void>((resolve, reject) => socket.write(data, (error) => (error ? reject(error) : resolve())));
-  const expect = async (length: number) => {
-    const data = await reader.read(length);
-    for (let i = 0; i < length; i++) {
-      if (data[i] !== ((received + i) & 0xff)) throw new Error(`data verification failed at byte ${received + i}`);
-    }
-    received += length;
-  };
-  const sendRound = async () => {
-    for (let i = 0; i < plan.count; i++) await write(patterned(plan.size));
-  };
-  const receiveRound = () => expect(plan.count * plan.size);
-  if (role === 'client') {
-    await write(patterned(16));
-    await expect(16);
-    for (let i = 0; i < plan.iterations; i++) {
-      await sendRound();
-      await receiveRound();
-    }
-  } else {
-    await expect(16);
-    await write(patterned(16));
-    for (let i = 0; i < plan.iterations; i++) {
-      await receiveRound();
-      await sendRound();
-    }
-  }
+  await streamExchange(socket, role, { ...plan, verify: true });
 }

@@ -1,0 +1,219 @@
+// `rdmacm bench stream`: rstream's custom run (ping-pong latency or bulk
+// throughput) over an rdmacm/net socket, or a node:net one with --tcp, as
+// client or server (-l). The exchange itself is in stream-exchange.ts.
+import process from 'node:process';
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import * as tcp from 'node:net';
+import type { Duplex } from 'node:stream';
+import { parseCommandArgs, usageError } from './arguments.js';
+import { listDevices, noDeviceFoundReason } from '../api/devices.js';
+import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
+import { streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
+
+export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--json] SERVER_ADDR
+       rdmacm bench stream -l [options] [BIND_ADDR]
+
+rstream's custom run (rdma-core's librdmacm/examples/rstream.c) over an
+rdmacm/net socket: a 16-byte sync each way, then per iteration COUNT
+transfers of SIZE bytes from the client to the server, then the same back.
+The peer is another rdmacm bench stream or rstream itself, given the same
+-S, -C and -I (rstream also -T b; for --tcp, rstream -T s).
+
+  ping-pong latency:  -C 1 -I 10000          bulk throughput:  -I 1 -C 1000
+
+Options:
+  -l, --listen           serve one client, on BIND_ADDR or every address, then exit
+  -S, --size SIZE        bytes per transfer (default 1000, as rstream's)
+  -C, --count COUNT      transfers each way per iteration (default 1000, as rstream's)
+  -I, --iters ITERS      measured iterations (default 1, as rstream's)
+  -w, --warmup ITERS     iterations run before the measured ones (default 0); the peer
+                         runs them too: another rdmacm bench stream with the same -w,
+                         an rstream peer with -I ITERS+WARMUP
+  -p, --port PORT        the port (default 7471, as rstream's)
+  -B, --buffer BYTES     rstream's -B: the socket buffer size, which rsockets doubles;
+                         this side's send and receive rings are 2×BYTES (default
+                         524288, as rstream sets: rings of 1 MiB)
+  -V, --verify           check every byte received against rstream's -T v pattern
+                         (what this side sends always follows it)
+      --tcp              node:net TCP instead of RDMA (for comparison; -B does not apply)
+      --json             print one JSON object: {transport, role, size, count,
+                         iterations, warmup, bytes, seconds, gbps, mb_per_s,
+                         usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us}
+  -h, --help             show this help
+
+Figures, as rstream computes them, from the end of the sync (and warm-up):
+  Gb/sec     both directions' bytes × 8 over the time
+  usec/xfer  the time over ITERS × COUNT × 2
+  per transfer: each iteration's time over 2 × COUNT, in µs (min, p50, avg,
+  p99, max); with -C 1, half the round trip. rstream prints only its mean.
+The client retries a refused connection for 15 s (its server may be starting).
+Exits 0 on success, 1 on a bad option or a failed run, 2 when there is no RDMA device.
+`;
+
+const DEFAULT_PORT = 7471;
+const DEFAULT_BUFFER = 1 << 19;
+const CONNECT_PATIENCE_MS = 15_000;
+const CLOSE_PATIENCE_MS = 10_000;
+
+class StreamBenchError extends Error {}
+
+function integerOption(value: string | undefined, name: string, max: number, min = 1): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new StreamBenchError(`${name} must be an integer from ${min} to ${max} (got '${value}')`);
+  return n;
+}
+
+/** One connection attempt; resolves connected, rejects with the socket's error. */
+function attempt(open: () => Duplex): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    const socket = open();
+    const onError = (error: Error) => {
+      socket.destroy();
+      reject(error);
+    };
+    socket.once('error', onError);
+    socket.once('connect', () => {
+      socket.off('error', onError);
+      resolve(socket);
+    });
+  });
+}
+
+/** Connects, retrying a refused connection for a while: the server may still be starting. */
+async function connectClient(open: () => Duplex): Promise<Duplex> {
+  const giveUp = performance.now() + CONNECT_PATIENCE_MS;
+  for (;;) {
+    try {
+      return await attempt(open);
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ECONNREFUSED' || performance.now() > giveUp) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+/** Listens, takes the first connection and stops listening. */
+async function acceptOne(
+  server: tcp.Server | ReturnType<typeof rdmaCreateServer>, port: number, host: string, announce: boolean,
+): Promise<Duplex> {
+  const connection = once(server, 'connection') as Promise<[Duplex]>;
+  connection.catch(() => undefined); // a listen error rejects both; 'listening' reports it
+  server.listen(port, host);
+  await once(server, 'listening');
+  if (announce) process.stderr.write(`rdmacm bench stream: waiting for a client on ${host}:${port}\n`);
+  const [socket] = await connection;
+  server.close();
+  return socket;
+}
+
+/** Ends this side and waits (bounded) for the peer's end and the close. */
+async function hangUp(socket: Duplex): Promise<void> {
+  if (socket.closed) return;
+  const closed = once(socket, 'close').catch(() => undefined);
+  socket.on('error', () => undefined); // a late reset does not undo the figures
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), CLOSE_PATIENCE_MS);
+  await closed;
+  clearTimeout(timer);
+}
+
+function human(f: StreamFigures, plan: StreamPlan, role: string, transport: string): string {
+  const cols = ['min', 'p50', 'avg', 'p99', 'max'];
+  const vals = [f.min_us, f.p50_us, f.avg_us, f.p99_us, f.max_us];
+  return `rdmacm bench stream (${role}, ${transport}): ${plan.size} B × ${plan.count} each way × ${plan.iterations} iteration${plan.iterations === 1 ? '' : 's'}` +
+    `${plan.warmup ? ` after ${plan.warmup} warm-up` : ''}\n` +
+    `  ${'bytes'.padStart(12)}${'time s'.padStart(10)}${'Gb/sec'.padStart(10)}${'MB/s'.padStart(10)}${'usec/xfer'.padStart(12)}\n` +
+    `  ${String(f.bytes).padStart(12)}${f.seconds.toFixed(3).padStart(10)}${f.gbps.toFixed(4).padStart(10)}${f.mb_per_s.toFixed(2).padStart(10)}${f.usec_per_xfer.toFixed(2).padStart(12)}\n` +
+    `  ${cols.map((c) => c.padStart(10)).join('')}   µs per transfer (iteration time / 2×COUNT)\n` +
+    `  ${vals.map((v) => v.toFixed(2).padStart(10)).join('')}\n`;
+}
+
+/** Runs `rdmacm bench stream` (argv after "stream"); resolves to the exit code. */
+export async function runBenchStream(argv: string[]): Promise<number> {
+  const fail = (message: string) => usageError('bench stream', usage, message);
+  const parsed = parseCommandArgs('bench stream', usage, argv, {
+    listen: { type: 'boolean', short: 'l' },
+    size: { type: 'string', short: 'S' },
+    count: { type: 'string', short: 'C' },
+    iters: { type: 'string', short: 'I' },
+    warmup: { type: 'string', short: 'w' },
+    port: { type: 'string', short: 'p' },
+    buffer: { type: 'string', short: 'B' },
+    verify: { type: 'boolean', short: 'V' },
+    tcp: { type: 'boolean' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  }, true);
+  if (typeof parsed === 'number') return parsed;
+  const { values, positionals } = parsed;
+  const listen = values.listen === true;
+  const useTcp = values.tcp === true;
+  const [address, ...extra] = positionals;
+  if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
+  if (!listen && address === undefined) return fail('say SERVER_ADDR to connect to, or -l to serve');
+  if (address !== undefined && tcp.isIP(address) === 0) return fail(`${listen ? 'BIND_ADDR' : 'SERVER_ADDR'} must be an IP address (got '${address}')`);
+  if (useTcp && values.buffer !== undefined) return fail('-B is for RDMA sockets: node:net TCP keeps the kernel\'s buffer sizes');
+  let plan: Required<StreamPlan>, port: number, buffer: number;
+  try {
+    plan = {
+      size: integerOption(values.size, '--size', 1 << 30) ?? 1000,
+      count: integerOption(values.count, '--count', 100_000_000) ?? 1000,
+      iterations: integerOption(values.iters, '--iters', 100_000_000) ?? 1,
+      warmup: integerOption(values.warmup, '--warmup', 100_000_000, 0) ?? 0,
+      verify: values.verify === true,
+    };
+    port = integerOption(values.port, '--port', 65535) ?? DEFAULT_PORT;
+    buffer = integerOption(values.buffer, '--buffer', 1 << 29, 2048) ?? DEFAULT_BUFFER;
+  } catch (error) {
+    return fail((error as Error).message);
+  }
+  const ring = buffer * 2;
+  if ((ring & (ring - 1)) !== 0 && ring % 4096 !== 0) return fail(`--buffer must be a power of two or a multiple of 2048 (got ${buffer})`);
+
+  if (!useTcp) {
+    let deviceCount: number;
+    try {
+      deviceCount = listDevices().length;
+    } catch (error) {
+      process.stderr.write(`rdmacm bench stream: ${error instanceof Error ? error.message : String(error)}\n`);
+      return 1;
+    }
+    if (deviceCount === 0) {
+      process.stderr.write(`rdmacm: ${noDeviceFoundReason()}\n`);
+      return 2;
+    }
+  }
+
+  const json = values.json === true;
+  const rdma: RdmaSocketSizes = { recvBufferSize: ring, sendBufferSize: ring };
+  const role = listen ? 'server' : 'client';
+  const transport = useTcp ? 'tcp' : 'rdma';
+  let socket: Duplex | undefined;
+  try {
+    if (listen) {
+      const host = address ?? '0.0.0.0';
+      const server = useTcp ? tcp.createServer({ noDelay: true }) : rdmaCreateServer({ rdma });
+      socket = await acceptOne(server, port, host, !json);
+    } else {
+      socket = await connectClient(useTcp
+        ? () => tcp.connect({ port, host: address!, noDelay: true })
+        : () => rdmaConnect({ port, host: address!, rdma }));
+    }
+    const timing = await streamExchange(socket, role, plan);
+    await hangUp(socket);
+    const figures = streamFigures(plan, timing);
+    if (json) {
+      const { size, count, iterations, warmup } = plan;
+      process.stdout.write(JSON.stringify({ transport, role, size, count, iterations, warmup, ...figures }) + '\n');
+    } else {
+      process.stdout.write(human(figures, plan, role, useTcp ? 'node:net TCP' : 'RDMA'));
+    }
+    return 0;
+  } catch (error) {
+    socket?.destroy();
+    process.stderr.write(`rdmacm bench stream: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+}
