@@ -29,7 +29,8 @@ tier_run() {
 summary() {
   awk '/^(\[host[0-9]+\] )?(# |ℹ )pass [0-9]+$/ { passed += $NF }
        /^(\[host[0-9]+\] )?(# |ℹ )fail [0-9]+$/ { failed += $NF }
-       END { printf "tests: %d passed, %d failed\n", passed, failed }' "$log"
+       /^(\[host[0-9]+\] )?(# |ℹ )cancelled [0-9]+$/ { cancelled += $NF }
+       END { printf "tests: %d passed, %d failed, %d cancelled\n", passed, failed, cancelled }' "$log"
 }
 
 main() {
