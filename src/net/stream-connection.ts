@@ -38,7 +38,6 @@ export interface StreamEvents {
   onFailure(error: Error): void;
 }
 
-const RECV_OPCODE_BIT = WcOpcode.values.RECV;
 const RECV_WITH_IMM = WcOpcode.values.RECV_RDMA_WITH_IMM;
 const FLUSHED = WcStatus.values.WR_FLUSH_ERR;
 const REPOST_BATCH = 16;
@@ -270,7 +269,7 @@ export class StreamConnection implements CompletionListener {
     this.#started = true;
     // A receiver that falls behind makes its peer wait this long per RNR NAK (rdma_cm leaves 655 ms).
     this.#qp.setMinRnrTimer(1);
-    this.#cq.setListener(this);
+    this.#cq.setListener(this, { keepAlive: this.#keepProcessAlive });
     this.#afterCompletions();
   }
 
@@ -291,8 +290,9 @@ export class StreamConnection implements CompletionListener {
     const count = cq.poll();
     for (let i = 0; i < count && !this.#failed; i++) {
       const status = cq.statusAt(i);
-      const opcode = cq.opcodeAt(i);
-      if (opcode & RECV_OPCODE_BIT) this.#received(i, status, opcode);
+      // By wr_id, not opcode: a failed completion's opcode is undefined (verbs.h).
+      const wrId = cq.wrIdAt(i);
+      if (wrId === this.#recv.wrId || this.#recvBatch.slotOf(wrId) >= 0) this.#received(i, status, cq.opcodeAt(i));
       else this.#sendCompleted(status);
     }
     if (count > 0 && !this.#failed) this.#afterCompletions();

@@ -162,17 +162,26 @@ for (const plan of IO_PLANS) {
   test(`TypeScript client → riostream server (iomap): ${plan.name}`, { timeout: 180_000 }, async () => {
     const port = freshPort();
     const tool = start('riostream', ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
+    // Holds the loop: if the exchange ever waits on nothing, the test times out with what it saw instead of ending the run.
+    const hold = setInterval(() => undefined, 1000);
+    const seen: string[] = [];
+    tool.finished.then((result) => seen.push(`riostream exited ${result.code}: ${result.stdout} ${result.stderr}`), () => undefined);
     try {
       const socket = await connectWhenListening(port, 1);
       // If the tool gives up first, say what it printed.
       const toolEnded = tool.finished.then((result) => {
         throw new Error(`riostream exited first: ${JSON.stringify(result)}`);
       });
-      await Promise.race([riostreamExchange(socket, 'client', plan), toolEnded]);
+      socket.on('close', () => seen.push(`socket closed (destroyed ${socket.destroyed})`));
+      socket.on('error', (error) => seen.push(`socket error ${String(error)}`));
+      await Promise.race([riostreamExchange(socket, 'client', plan), toolEnded]).catch((error: unknown) => {
+        throw new Error(`${String(error)}; seen: ${seen.join(' | ')}`);
+      });
       socket.end();
       await new Promise((resolve) => socket.once('close', resolve));
       checkRstream(await tool.finished);
     } finally {
+      clearInterval(hold);
       tool.kill();
     }
   });

@@ -11,6 +11,11 @@ if (!hasDevice()) {
   process.exit(process.env.CI ? 1 : 0);
 }
 
+// Holds the event loop open while tests run: a test left waiting on nothing then
+// fails at its own timeout, instead of node:test cancelling every test after it
+// when the loop empties (a CI run lost 17 tests that way to one).
+const holdLoop = setInterval(() => undefined, 60_000);
+
 const only = process.env.RDMACM_TEST_ONLY?.split(',');
 for (const file of files) {
   if (!only || only.includes(file)) await import(`./${file}.test.js`);
@@ -19,6 +24,7 @@ for (const file of files) {
 // Every test closes what it opened, so the loop should drain by itself; if a
 // handle leaks, say so and end the run instead of waiting for the harness's timeout.
 after(async () => {
+  clearInterval(holdLoop);
   const { FdWatcher } = await import('../../src/api/fd-watcher.js');
   if (FdWatcher.open !== 0) {
     console.error(`device tier: ${FdWatcher.open} fd watcher(s) still open after the tests: a resource leaked`);
