@@ -350,8 +350,7 @@ export class PreparedSend extends PreparedWorkRequest {
   readonly #sourceSize: number;
   readonly #sourceLow: number;
   readonly #sourceHigh: number;
-  readonly #inlineMax: number;
-  readonly #remoteLength: number;
+  readonly #opcodeBound: LengthBound;
   readonly #atomic: boolean;
   readonly #rdma: boolean;
   readonly #immediate: boolean;
@@ -368,10 +367,11 @@ export class PreparedSend extends PreparedWorkRequest {
       throw argumentError(operation, 'options.ud', target.qpType === 'UD' ? 'a UD queue pair needs options.ud { ah, remoteQpn }' : 'options.ud is for UD queue pairs only');
     }
     const size = source instanceof MemoryRegion ? source.length : source.byteLength;
-    const bound = atomic ? undefined : lengthBound(size, o.offset, [
+    const opcodeLimits = [
       o.inline ? { max: target.maxInlineData, rule: `inline data must not exceed the queue pair's max_inline_data (${target.maxInlineData})` } : undefined,
       o.remote?.length !== undefined ? { max: o.remote.length, rule: `the transfer must not exceed the ${o.remote.length}-byte remote region` } : undefined,
-    ]);
+    ];
+    const bound = atomic ? undefined : lengthBound(size, o.offset, opcodeLimits);
     const kept = once || source instanceof MemoryRegion ? undefined : new KeptBuffer(operation, source);
     // An unsignaled request never completes, so it has no context to return.
     super(target, range.region, kept, o.signaled ? o.context : undefined, once, 'postSend', ibv_send_wr.size, bound);
@@ -410,8 +410,8 @@ export class PreparedSend extends PreparedWorkRequest {
     this.#sourceSize = size;
     this.#sourceLow = Number(start & 0xffffffffn);
     this.#sourceHigh = Number(start >> 32n);
-    this.#inlineMax = o.inline ? target.maxInlineData : Infinity;
-    this.#remoteLength = o.remote?.length ?? Infinity;
+    // The opcode's own limits, wherever setRange() puts the bytes (the region's bound moves with the offset).
+    this.#opcodeBound = lengthBound(Infinity, 0, opcodeLimits);
     this.#atomic = atomic;
     this.#rdma = o.opcode === 'RDMA_WRITE' || o.opcode === 'RDMA_READ';
     this.#immediate = o.immediate !== undefined;
@@ -428,11 +428,10 @@ export class PreparedSend extends PreparedWorkRequest {
     const size = this.#sourceSize;
     if (this.#atomic) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its range is fixed at prepare`);
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > size) throw argumentError(operation, 'offset', `must be an integer within the ${size}-byte region`);
-    if (!Number.isSafeInteger(length) || length < 0 || offset + length > size || length > MAX_SGE_LENGTH) {
+    if (!Number.isSafeInteger(length) || length < 0 || offset + length > size) {
       throw argumentError(operation, 'length', `offset ${offset} + length must stay within the ${size}-byte region (got ${length})`);
     }
-    if (length > this.#inlineMax) throw argumentError(operation, 'length', `inline data must not exceed the queue pair's max_inline_data (${this.#inlineMax})`);
-    if (length > this.#remoteLength) throw argumentError(operation, 'length', `the transfer must not exceed the ${this.#remoteLength}-byte remote region`);
+    if (length > this.#opcodeBound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${this.#opcodeBound.max}: ${this.#opcodeBound.rule}`);
     const v = this.memory.view;
     const low = this.#sourceLow + offset;
     v.setUint32(this.sge, low % 2 ** 32, true);

@@ -52,6 +52,8 @@ export const sizesSchema = z.strictObject({
   iomapEntries: z.number().int().min(0).max(0x7f00).default(DEFAULTS.iomapEntries),
 }) satisfies z.ZodType<Required<RdmaSocketSizes>, RdmaSocketSizes>;
 export type ResolvedSizes = z.output<typeof sizesSchema>;
+/** rsockets' sizes, resolved once. */
+export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}));
 
 const port = z.number().int().min(0).max(65535, 'a port is 0–65535');
 const timeoutMs = z.number().int().min(0).max(2 ** 31 - 1);
@@ -124,7 +126,7 @@ export const connectSchema = z.strictObject({
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
   highWaterMark: z.number().int().min(1).optional(),
-  rdma: sizesSchema.default(sizesSchema.parse({})),
+  rdma: sizesSchema.default(DEFAULT_SIZES),
 }) satisfies z.ZodType<unknown, RdmaConnectOptions>;
 export type ResolvedConnect = z.output<typeof connectSchema>;
 
@@ -152,7 +154,7 @@ export const serverSchema = z.strictObject({
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
   highWaterMark: z.number().int().min(1).optional(),
-  rdma: sizesSchema.default(sizesSchema.parse({})),
+  rdma: sizesSchema.default(DEFAULT_SIZES),
 }) satisfies z.ZodType<unknown, RdmaServerOptions>;
 export type ResolvedServer = z.output<typeof serverSchema>;
 

@@ -17,7 +17,7 @@ import { StreamConnection, type StreamEvents } from './stream-connection.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError, connectFailure } from './errors.js';
 import {
-  normalizeConnectArgs, parseOptions, sizesSchema, type RdmaConnectOptions, type RdmaSocketSizes, type ResolvedConnect, type ResolvedSizes,
+  DEFAULT_SIZES, normalizeConnectArgs, parseOptions, sizesSchema, type RdmaConnectOptions, type RdmaSocketSizes, type ResolvedConnect, type ResolvedSizes,
 } from './options.js';
 import { z } from 'zod';
 
@@ -173,7 +173,7 @@ export class RdmaSocket extends Duplex {
 
   /** The RDMA sizes of this connection (the defaults until it connects). */
   get rdma(): ResolvedSizes {
-    return this.#conn?.sizes ?? this.#sizes ?? sizesSchema.parse({});
+    return this.#conn?.sizes ?? this.#sizes ?? DEFAULT_SIZES;
   }
 
   // ---- connecting --------------------------------------------------------------

@@ -177,7 +177,7 @@ export class StreamConnection implements CompletionListener {
     this.sizes = sizes;
     this.#events = events;
     const device = id.device;
-    if (!device) throw new Error('the id has no device');
+    if (!device) throw codedError('ENODEV', 'the id has no device: resolve its address first');
     const limits = device.limits;
     const sendDepth = Math.min(sizes.sendQueueDepth, limits.maxQpWr);
     const recvDepth = Math.min(sizes.recvQueueDepth, limits.maxQpWr);
@@ -481,10 +481,15 @@ export class StreamConnection implements CompletionListener {
     }
   }
 
+  /** Records a posted send: what its completion returns (send queue completions come in order). */
+  #track(returns: number): void {
+    this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = returns;
+    this.#sendsPosted++;
+  }
+
   #postControl(write: PreparedSend): void {
     this.#controlFree--;
-    this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = CONTROL;
-    this.#sendsPosted++;
+    this.#track(CONTROL);
     write.post();
   }
 
@@ -574,8 +579,7 @@ export class StreamConnection implements CompletionListener {
 
   #postData(write: PreparedSend, length: number): void {
     this.#sendQueueFree--;
-    this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = length;
-    this.#sendsPosted++;
+    this.#track(length);
     write.post();
     this.#posted += length;
     this.bytesWritten += length;
@@ -610,8 +614,7 @@ export class StreamConnection implements CompletionListener {
     this.#sendSeq = (this.#sendSeq + 1) & 0xffff;
     this.#sendQueueFree--;
     this.#iomapInFlight++;
-    this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = IOMAP;
-    this.#sendsPosted++;
+    this.#track(IOMAP);
     write.post();
     return true;
   }
@@ -629,9 +632,7 @@ export class StreamConnection implements CompletionListener {
   map(buffer: Uint8Array, offset: number): RemoteMapping {
     const index = this.#remoteIomapUsed.indexOf(0);
     if (index < 0) {
-      const error = new Error(`the peer offers ${this.#remoteIomapUsed.length} iomap entries and all are in use`) as Error & { code: string };
-      error.code = 'ENOMEM';
-      throw error;
+      throw codedError('ENOMEM', `the peer offers ${this.#remoteIomapUsed.length} iomap entries and all are in use`);
     }
     const region = this.#pd.register(buffer, ['LOCAL_WRITE', 'REMOTE_WRITE']);
     this.#remoteIomapUsed[index] = 1;
@@ -754,8 +755,7 @@ export class StreamConnection implements CompletionListener {
       if (this.#controlFree === 0) return;
       this.#keepaliveSentAt = performance.now();
       this.#controlFree--;
-      this.#inFlight[(this.#inFlightHead + this.#inFlightCount++) % this.#inFlight.length] = KEEPALIVE;
-      this.#sendsPosted++;
+      this.#track(KEEPALIVE);
       this.#keepaliveWrite.post();
     }, periodMs);
     if (!this.#keepProcessAlive) this.#keepaliveTimer.unref();

@@ -53,40 +53,67 @@ async function connectWhenListening(port: number, iomapEntries = 0): Promise<Rdm
   }
 }
 
-for (const plan of PLANS) {
-  test(`rstream client → TypeScript server: ${plan.name}`, { timeout: 180_000 }, async () => {
-    const server = createServer();
-    const served = new Promise<void>((resolve, reject) => {
-      server.once('connection', (socket) => {
-        rstreamExchange(socket, 'server', plan).then(() => socket.end(), reject);
-        socket.on('error', reject);
-        socket.on('close', () => resolve());
-      });
-    });
-    server.listen(0, deviceAddress());
-    await once(server, 'listening');
-    try {
-      const tool = start('rstream', ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
-      const [result] = await Promise.all([tool.finished, served]);
-      checkRstream(result);
-    } finally {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
-  });
+/** One of rdma-core's tools and this side of its application protocol. */
+interface ToolPeer {
+  readonly tool: 'rstream' | 'riostream';
+  readonly exchange: (socket: RdmaSocket, role: 'client' | 'server', plan: Plan) => Promise<void>;
+  /** Iomap entries this side offers (riostream maps into its peer). */
+  readonly iomapEntries: number;
+}
+type Plan = (typeof PLANS)[number];
 
-  test(`TypeScript client → rstream server: ${plan.name}`, { timeout: 180_000 }, async () => {
-    const port = freshPort();
-    const tool = start('rstream', ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
-    try {
-      const socket = await connectWhenListening(port);
-      await rstreamExchange(socket, 'client', plan);
-      socket.end();
-      await once(socket, 'close');
-      checkRstream(await tool.finished);
-    } finally {
-      tool.kill();
-    }
+const RSTREAM: ToolPeer = { tool: 'rstream', exchange: rstreamExchange, iomapEntries: 0 };
+const RIOSTREAM: ToolPeer = { tool: 'riostream', exchange: riostreamExchange, iomapEntries: 1 };
+
+/** The tool as client, a TypeScript server serving its custom run. */
+async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
+  const server = createServer({ rdma: { iomapEntries: peer.iomapEntries } });
+  const served = new Promise<void>((resolve, reject) => {
+    server.once('connection', (socket) => {
+      peer.exchange(socket, 'server', plan).then(() => socket.end(), reject);
+      socket.on('error', reject);
+      socket.on('close', () => resolve());
+    });
   });
+  server.listen(0, deviceAddress());
+  await once(server, 'listening');
+  try {
+    const tool = start(peer.tool, ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
+    const [result] = await Promise.all([tool.finished, served]);
+    checkRstream(result);
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+/** A TypeScript client running the custom run against the tool as server; a failure says what it saw. */
+async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
+  const port = freshPort();
+  const tool = start(peer.tool, ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
+  const seen: string[] = [];
+  tool.finished.then((result) => seen.push(`${peer.tool} exited ${result.code}: ${result.stdout} ${result.stderr}`), () => undefined);
+  try {
+    const socket = await connectWhenListening(port, peer.iomapEntries);
+    // If the tool gives up first, say what it printed.
+    const toolEnded = tool.finished.then((result) => {
+      throw new Error(`${peer.tool} exited first: ${JSON.stringify(result)}`);
+    });
+    socket.on('close', () => seen.push(`socket closed (destroyed ${socket.destroyed})`));
+    socket.on('error', (error) => seen.push(`socket error ${String(error)}`));
+    await Promise.race([peer.exchange(socket, 'client', plan), toolEnded]).catch((error: unknown) => {
+      throw new Error(`${String(error)}; seen: ${seen.join(' | ')}`);
+    });
+    socket.end();
+    await new Promise((resolve) => socket.once('close', resolve));
+    checkRstream(await tool.finished);
+  } finally {
+    tool.kill();
+  }
+}
+
+for (const plan of PLANS) {
+  test(`rstream client → TypeScript server: ${plan.name}`, { timeout: 180_000 }, () => toolClientToServer(RSTREAM, plan));
+  test(`TypeScript client → rstream server: ${plan.name}`, { timeout: 180_000 }, () => clientToToolServer(RSTREAM, plan));
 }
 
 test('rcopy client → TypeScript server: the file arrives whole (sha256)', { timeout: 180_000 }, async () => {
@@ -139,50 +166,6 @@ const IO_PLANS = [
 ];
 
 for (const plan of IO_PLANS) {
-  test(`riostream client → TypeScript server (iomap): ${plan.name}`, { timeout: 180_000 }, async () => {
-    const server = createServer({ rdma: { iomapEntries: 1 } });
-    const served = new Promise<void>((resolve, reject) => {
-      server.once('connection', (socket) => {
-        riostreamExchange(socket, 'server', plan).then(() => socket.end(), reject);
-        socket.on('error', reject);
-        socket.on('close', () => resolve());
-      });
-    });
-    server.listen(0, deviceAddress());
-    await once(server, 'listening');
-    try {
-      const tool = start('riostream', ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
-      const [result] = await Promise.all([tool.finished, served]);
-      checkRstream(result);
-    } finally {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    }
-  });
-
-  test(`TypeScript client → riostream server (iomap): ${plan.name}`, { timeout: 180_000 }, async () => {
-    const port = freshPort();
-    const tool = start('riostream', ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
-    // Holds the loop: if the exchange ever waits on nothing, the test times out with what it saw instead of ending the run.
-    const hold = setInterval(() => undefined, 1000);
-    const seen: string[] = [];
-    tool.finished.then((result) => seen.push(`riostream exited ${result.code}: ${result.stdout} ${result.stderr}`), () => undefined);
-    try {
-      const socket = await connectWhenListening(port, 1);
-      // If the tool gives up first, say what it printed.
-      const toolEnded = tool.finished.then((result) => {
-        throw new Error(`riostream exited first: ${JSON.stringify(result)}`);
-      });
-      socket.on('close', () => seen.push(`socket closed (destroyed ${socket.destroyed})`));
-      socket.on('error', (error) => seen.push(`socket error ${String(error)}`));
-      await Promise.race([riostreamExchange(socket, 'client', plan), toolEnded]).catch((error: unknown) => {
-        throw new Error(`${String(error)}; seen: ${seen.join(' | ')}`);
-      });
-      socket.end();
-      await new Promise((resolve) => socket.once('close', resolve));
-      checkRstream(await tool.finished);
-    } finally {
-      clearInterval(hold);
-      tool.kill();
-    }
-  });
+  test(`riostream client → TypeScript server (iomap): ${plan.name}`, { timeout: 180_000 }, () => toolClientToServer(RIOSTREAM, plan));
+  test(`TypeScript client → riostream server (iomap): ${plan.name}`, { timeout: 180_000 }, () => clientToToolServer(RIOSTREAM, plan));
 }
