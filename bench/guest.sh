@@ -15,6 +15,13 @@
 # (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
 # BENCH_PIN (1: the busy-polling pairs run the server on CPU 0, the client on CPU 1),
 # BENCH_INLINE (bytes sent inline, by both tools: -I; 0, as perftest chooses on rxe).
+# Sockets (rdmacm/net against rstream and node:net TCP): BENCH_SOCK_REPS (1),
+# BENCH_SOCK_LAT_ITERS (1000 round trips at 64 B and 4 KiB, after
+# BENCH_SOCK_LAT_WARMUP, 200, for the TS pairs), BENCH_SOCK_BW64K_COUNT (128 writes
+# of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (8 writes of 1 MiB each way; the TS
+# pairs warm up with one such iteration), BENCH_SOCK_CONNS (30 connections, after
+# 10), BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32).
+# BENCH_ONLY=sockets runs only the socket rows (and ib_send_bw -e, their reference).
 set -uo pipefail
 # Everything in one block that bash reads whole before running it: an edit to
 # this file during a run (the guest reads the project folder live) cannot
@@ -38,6 +45,14 @@ APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ a
 # rxe; the binding's default of 236 cost it about 0.7 µs at p50 2 B there (three
 # pairs in one guest session, 2026-11-24).
 INLINE=${BENCH_INLINE:-0}
+ONLY=${BENCH_ONLY:-}
+SOCK_REPS=${BENCH_SOCK_REPS:-1}
+SOCK_LAT_N=${BENCH_SOCK_LAT_ITERS:-1000}
+SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-200}
+SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
+SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
+SOCK_CONNS=${BENCH_SOCK_CONNS:-30}
+SOCK_HEAP_MIB=${BENCH_SOCK_HEAP_MIB:-256}
 port=7600
 
 say() { printf 'bench: %s\n' "$*" >&2; }
@@ -46,7 +61,13 @@ say() { printf 'bench: %s\n' "$*" >&2; }
 # `rdma res show cm_id` lists it; without the rdma tool, sleeps
 # BENCH_SERVER_DELAY (default 1.5 s). A perftest client started before its
 # server listens is rejected ("RDMA_CM_EVENT_REJECTED; error: 8").
+# With LISTEN=tcp, waits for a TCP listener on PORT instead (`ss -ltn`).
 listening() {
+  if [ "${LISTEN:-rdma}" = tcp ]; then
+    local t=0
+    until ss -Hltn "sport = :$1" 2> /dev/null | grep -q .; do t=$((t + 1)); [ $t -ge 300 ] && return; sleep 0.1; done
+    return
+  fi
   if ! command -v rdma > /dev/null; then sleep "${BENCH_SERVER_DELAY:-1.5}"; return; fi
   local tries=0
   until rdma res show cm_id 2> /dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "; do
@@ -107,6 +128,7 @@ ts() { echo node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 # threads. BENCH_PIN=0 turns pinning off.
 PIN=${BENCH_PIN:-1}
 
+[ "$ONLY" = sockets ] && REPS=0 CONN_REPS=0
 for r in $(seq 1 "$REPS"); do
   for size in 2 4096; do
     say "lat ${size} B, run $r: rdmacm bench, then ib_send_lat"
@@ -124,8 +146,10 @@ for r in $(seq 1 "$REPS"); do
   done
 done
 
-say "ib_write_bw 65536 B (reference)"
-port=$((port + 1)); PINNED=$PIN pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $BW64K_N -p $port -- ib_write_bw -R -s 65536 -n $BW64K_N -p $port "$ADDR"
+if [ "$ONLY" != sockets ]; then
+  say "ib_write_bw 65536 B (reference)"
+  port=$((port + 1)); PINNED=$PIN pair "$RAW/c-wbw-65536-r1.txt" ib_write_bw -R -s 65536 -n $BW64K_N -p $port -- ib_write_bw -R -s 65536 -n $BW64K_N -p $port "$ADDR"
+fi
 
 for r in $(seq 1 "$CONN_REPS"); do
   say "connection setup, $CONNS connections, run $r: cmtime, the binding, then its raw layer alone (all against cmtime's server)"
@@ -136,9 +160,39 @@ for r in $(seq 1 "$CONN_REPS"); do
   port=$((port + 1)); SERVER_LINGER=2 pair "$RAW/raw-conn-r$r.json" cmtime -b "$ADDR" -p $port -c "$CONNS" -- node "$APP/dist/bench/connsetup-raw.js" "$ADDR" $port "$CONNS"
 done
 
-say "JS heap across 1e5 post/poll cycles"
+if [ "$ONLY" != sockets ]; then
+  say "JS heap across 1e5 post/poll cycles"
+  port=$((port + 1))
+  timeout 600 node --expose-gc "$APP/dist/bench/heap.js" "$ADDR" $port 100000 > "$RAW/heap.json" 2> "$RAW/heap.json.err" || say "FAILED: heap check (see $RAW/heap.json.err)"
+fi
+
+# Sockets: rstream's custom runs (-S SIZE -C COUNT -I ITERS), rdmacm/net's
+# `rdmacm bench stream` against rstream -T b (blocking calls, as a Node socket
+# waits) and against the same command over node:net TCP to the same address
+# (in one guest the kernel carries that TCP over loopback). Every pair sleeps
+# on events: none is pinned. The TS pairs run their warm-up iterations first
+# (-w); rstream has no warm-up and gets the same measured iterations.
+tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
+for r in $(seq 1 "$SOCK_REPS"); do
+  for spec in "bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N"; do
+    set -- $spec
+    kind=$1 size=$2 n=$3
+    if [ "$kind" = bw ]; then run=(-S "$size" -C "$n" -I 1) warm=(-w 1); else run=(-S "$size" -C 1 -I "$n") warm=(-w "$SOCK_LAT_W"); fi
+    say "sockets: $kind $size B, run $r: rdmacm/net, rstream -T b, node:net TCP"
+    port=$((port + 1)); pair "$RAW/sock-ts-$kind-$size-r$r.json" $(tss -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
+    port=$((port + 1)); pair "$RAW/sock-c-$kind-$size-r$r.txt" rstream -b "$ADDR" -p $port "${run[@]}" -T b -- rstream -s "$ADDR" -p $port "${run[@]}" -T b
+    port=$((port + 1)); LISTEN=tcp pair "$RAW/sock-tcp-$kind-$size-r$r.json" $(tss --tcp -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss --tcp "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
+  done
+  say "sockets: ib_send_bw -e 65536 B, run $r (the verbs on completion events, as a socket waits)"
+  port=$((port + 1)); pair "$RAW/c-bwev-65536-r$r.txt" ib_send_bw -R -e -I $INLINE -r 2048 -s 65536 -n $BW64K_N -p $port -- ib_send_bw -R -e -I $INLINE -r 2048 -s 65536 -n $BW64K_N -p $port "$ADDR"
+done
+say "sockets: connections per second, rdmacm/net then node:net TCP ($SOCK_CONNS, in one process)"
 port=$((port + 1))
-timeout 600 node --expose-gc "$APP/dist/bench/heap.js" "$ADDR" $port 100000 > "$RAW/heap.json" 2> "$RAW/heap.json.err" || say "FAILED: heap check (see $RAW/heap.json.err)"
+timeout 600 node "$APP/dist/bench/socket-conns.js" rdma "$ADDR" $port "$SOCK_CONNS" 10 > "$RAW/sock-conns-rdma.json" 2> "$RAW/sock-conns-rdma.json.err" || say "FAILED: rdma connections (see $RAW/sock-conns-rdma.json.err)"
+timeout 600 node "$APP/dist/bench/socket-conns.js" tcp "$ADDR" $port "$SOCK_CONNS" 10 > "$RAW/sock-conns-tcp.json" 2> "$RAW/sock-conns-tcp.json.err" || say "FAILED: tcp connections (see $RAW/sock-conns-tcp.json.err)"
+say "sockets: JS heap while streaming $SOCK_HEAP_MIB MiB"
+port=$((port + 1))
+timeout 600 node --expose-gc "$APP/dist/bench/socket-heap.js" "$ADDR" $port "$SOCK_HEAP_MIB" > "$RAW/sock-heap.json" 2> "$RAW/sock-heap.json.err" || say "FAILED: socket heap check (see $RAW/sock-heap.json.err)"
 say "done"
 exit
 }

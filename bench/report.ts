@@ -164,6 +164,63 @@ const heapRounds = (heap as unknown as { rounds?: { heap_growth_bytes: number }[
 row('JS heap growth, 1e5 post/poll cycles (last round)', 'B', heap?.heap_growth_bytes ?? null, null, 'none (≤ 4 KiB)', (_r, ts) => ts <= 4096, heap ? '1 TS' : '0');
 heapRounds.forEach((round, i) => row(`  heap growth, round ${i + 1} of ${heapRounds.length}`, 'B', round.heap_growth_bytes, null, '—', null, '1 TS'));
 
+// ---- sockets: rdmacm/net (`rdmacm bench stream`) against rstream -T b and node:net TCP, rstream's custom runs
+/** rstream's result line: "custom  SIZE  XFERS  ITERS  TOTAL  TIMEs  Gb/sec  usec/xfer". */
+function rstreamLine(text: string): Record<string, number> | undefined {
+  const line = text.split('\n').find((l) => /^custom\s/.test(l));
+  if (!line) return undefined;
+  const fields = line.trim().split(/\s+/);
+  return { gbps: Number(fields.at(-2)), usec_per_xfer: Number(fields.at(-1)) };
+}
+const sockTs = (kind: string, size: number) => collect(new RegExp(`^sock-ts-${kind}-${size}-r\\d+\\.json$`), json);
+const sockTcp = (kind: string, size: number) => collect(new RegExp(`^sock-tcp-${kind}-${size}-r\\d+\\.json$`), json);
+const sockC = (kind: string, size: number) => collect(new RegExp(`^sock-c-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
+const sockets: Record<string, unknown> = {};
+raw_.sockets = sockets;
+const bwEvents = collect(/^c-bwev-65536-r\d+\.txt$/, perftest);
+sockets.ib_send_bw_events_65536 = bwEvents;
+for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
+  const t = sockTs('bw', size);
+  const c = sockC('bw', size);
+  const n = sockTcp('bw', size);
+  sockets[`bw_${size}`] = { ts: t, rstream: c, tcp: n };
+  // rstream prints Gb/sec to two decimals; its usec/xfer is finer: SIZE bytes per xfer time is its MB/s.
+  const rstreamMbps = median(c.map((row) => size / row.usec_per_xfer!));
+  const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
+  row(`sockets: throughput, ${label} writes (C: rstream -T b)`, 'MB/s', pick(t, 'mb_per_s'), rstreamMbps, '≥ 1.0×', (r) => r >= 1.0, runs);
+  if (size === 65536) {
+    row('  vs ib_send_bw -e 64 KiB (C: verbs on events)', 'MB/s', pick(t, 'mb_per_s'), pick(bwEvents, 'BW average[MB/sec]'), '≥ 0.9×', (r) => r >= 0.9, `${t.length} TS, ${bwEvents.length} C`);
+  }
+  row(`  vs node:net TCP, ${label} writes (C column: TCP)`, 'MB/s', pick(t, 'mb_per_s'), pick(n, 'mb_per_s'), '—', null, runs);
+}
+for (const size of [64, 4096]) {
+  const t = sockTs('lat', size);
+  const c = sockC('lat', size);
+  const n = sockTcp('lat', size);
+  sockets[`lat_${size}`] = { ts: t, rstream: c, tcp: n };
+  const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
+  // rstream prints only its mean (usec/xfer: half the round trip with -C 1): the p50 is held against that.
+  row(`sockets: ping-pong p50 ${size} B (C: rstream's mean)`, 'µs', pick(t, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, runs);
+  row(`  mean ${size} B (both: usec/xfer)`, 'µs', pick(t, 'usec_per_xfer'), pick(c, 'usec_per_xfer'), '—', null, runs);
+  row(`  p99 ${size} B (rstream prints none)`, 'µs', pick(t, 'p99_us'), null, '—', null, runs);
+  row(`  p50 ${size} B vs node:net TCP p50`, 'µs', pick(t, 'p50_us'), pick(n, 'p50_us'), '—', null, runs);
+  row(`  p99 ${size} B vs node:net TCP p99`, 'µs', pick(t, 'p99_us'), pick(n, 'p99_us'), '—', null, runs);
+}
+{
+  const t = existsSync(join(raw, 'sock-conns-rdma.json')) ? json(read('sock-conns-rdma.json')) : undefined;
+  const n = existsSync(join(raw, 'sock-conns-tcp.json')) ? json(read('sock-conns-tcp.json')) : undefined;
+  sockets.connections = { ts: t, tcp: n };
+  row('sockets: connections per second, open + close (C column: TCP)', 'conn/s', t?.per_second ?? null, n?.per_second ?? null, '—', null, `${t ? 1 : 0} TS, ${n ? 1 : 0} TCP`);
+}
+{
+  const heap = existsSync(join(raw, 'sock-heap.json')) ? json(read('sock-heap.json')) : undefined;
+  sockets.heap = heap;
+  // A leak of even 16 B per 64 KiB chunk read would grow it by 64 KiB over 256 MiB; collections leave tens of KiB of noise either way.
+  row(`sockets: JS heap growth over ${heap?.mib ?? '?'} MiB streamed`, 'B', heap?.heap_growth_bytes ?? null, null, 'none (≤ 64 KiB)', (_r, ts) => ts <= 65536, heap ? '1 TS' : '0');
+  const rounds = (heap as unknown as { rounds?: { mib: number; heap_growth_bytes: number }[] } | undefined)?.rounds ?? [];
+  rounds.forEach((round, i) => row(`  heap growth, round ${i + 1} of ${rounds.length} (${round.mib} MiB)`, 'B', round.heap_growth_bytes, null, '—', null, '1 TS'));
+}
+
 const overhead = existsSync(join(raw, 'overhead.json')) ? json(read('overhead.json')) : undefined;
 raw_.overhead = overhead;
 if (overhead) {

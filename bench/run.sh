@@ -8,8 +8,8 @@
 # Knobs (see bench/guest.sh): BENCH_REPS, BENCH_LAT_ITERS, BENCH_BW64_ITERS,
 # BENCH_BW64K_ITERS, BENCH_CONNS, BENCH_CONN_REPS, BENCH_CONN_ROUNDS (measured setup
 # rounds per process, default 5), BENCH_CONN_WARMUP (setup rounds before them,
-# default 30), BENCH_PIN (0: the busy-polling pairs unpinned); RDMACM_VM_TIMEOUT
-# (default 1800 s).
+# default 30), BENCH_PIN (0: the busy-polling pairs unpinned), the socket rows'
+# BENCH_SOCK_* and BENCH_ONLY=sockets; RDMACM_VM_TIMEOUT (default 1800 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -27,6 +27,7 @@ output; the command exits once both directions are over.
   -h, --help       show this help
 
 HOST is an IP address of an RDMA device (or a name that resolves to one).
+To only receive, give stdin nothing: rdmacm nc -l 7000 < /dev/null > file.
 Exit status: 0 when both directions ended cleanly; 1 on a bad argument or
 a failed connection (refused, reset, a peer that stopped reading); 2 when
 there is no RDMA device.
