@@ -9,7 +9,7 @@
 #
 # Needs RDMACM_TEST_ADDR (set by scripts/rxe-vm.sh): the device's IPv4 address.
 # Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_LAT_EVENTS_ITERS
-# (1000, the ping-pong on completion events), BENCH_BW64_ITERS (5000),
+# (1000, the ping-pong on the event loop, in each mode), BENCH_BW64_ITERS (5000),
 # BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
 # and raw-layer triples for connection setup; default BENCH_REPS), BENCH_CONN_ROUNDS
 # (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
@@ -135,8 +135,12 @@ for r in $(seq 1 "$REPS"); do
     port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-$size-r$r.json" $(ts lat -s $size -n $LAT_N -p $port --json) -- $(ts lat -s $size -n $LAT_N -p $port --json "$ADDR")
     port=$((port + 1)); PINNED=$PIN pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -I $INLINE -s $size -n $LAT_N -p $port -- ib_send_lat -R -I $INLINE -s $size -n $LAT_N -p $port "$ADDR"
   done
-  say "lat 2 B on completion events, run $r: rdmacm bench --events, then ib_send_lat -e"
-  port=$((port + 1)); pair "$RAW/ts-latev-2-r$r.json" $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+  # The event-loop modes (unpinned: they sleep or yield), each client with a
+  # 1 ms timer beside it whose lateness says what the mode leaves to the loop.
+  for wait in events adaptive busy-poll; do
+    say "lat 2 B on the event loop ($wait), run $r: rdmacm bench --wait $wait --timer"
+    port=$((port + 1)); pair "$RAW/ts-lat-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --wait $wait --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+  done
   port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   for size in 64 65536; do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N

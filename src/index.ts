@@ -22,7 +22,9 @@ export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
 export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
 export { SharedReceiveQueue } from './api/shared-receive-queue.js';
-export { CompletionQueue, type CompletionMode } from './api/completion-queue.js';
+export {
+  CompletionQueue, COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, DEFAULT_TIME_SLICE_MS, type CompletionMode,
+} from './api/completion-queue.js';
 export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
   type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,

@@ -3,8 +3,12 @@
 // shared by several QPs. Three ways to take completions:
 // - poll(): non-blocking, batched, nothing allocated (read them with the *At accessors);
 // - waitOne(): blocks the thread, as rdma_get_send_comp/rdma_get_recv_comp do;
-// - next(): a Promise, on the event loop (req_notify_cq, then get_cq_event when
-//   libuv sees the channel readable; acks batched), or busy-polling in mode 'busy-poll'.
+// - next() or a listener, on the event loop, in one of three modes:
+//   'adaptive' (the default) polls on for a short spin budget after a completion,
+//   then arms the channel and sleeps; 'events' sleeps at once (req_notify_cq, then
+//   get_cq_event when libuv sees the channel readable; acks batched);
+//   'busy-poll' never sleeps. Every mode hands the loop back at least once per
+//   time slice, so timers and other I/O run however fast completions come.
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
@@ -24,12 +28,23 @@ import {
   WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readImmData, readOpcode, readStatus, readWrId, type WorkCompletion,
 } from './work-completion.js';
 
-/** How next() waits: 'events' sleeps on the completion channel; 'busy-poll' spins, yielding to the loop between rounds. */
-export type CompletionMode = 'events' | 'busy-poll';
+/**
+ * How next() and a listener wait: 'adaptive' polls for spinBudgetUs after a
+ * completion, then sleeps on the completion channel; 'events' sleeps at once;
+ * 'busy-poll' never sleeps (a core stays busy while anything waits).
+ */
+export type CompletionMode = 'adaptive' | 'events' | 'busy-poll';
+/** The modes, as CompletionQueue.mode accepts them. */
+export const COMPLETION_MODES: readonly CompletionMode[] = Object.freeze(['adaptive', 'events', 'busy-poll']);
+/** Adaptive mode's default spin budget, in µs: Linux's suggested busy_poll (rsockets spins 10 µs). */
+export const DEFAULT_SPIN_BUDGET_US = 50;
+/** How long, in ms, completions may be served before the event loop gets its turn, by default. */
+export const DEFAULT_TIME_SLICE_MS = 1;
+const MAX_SPIN_BUDGET_US = 1_000_000;
+const MAX_TIME_SLICE_MS = 1000;
 
 const BATCH = 16;
 const ACK_BATCH = 16;
-const BUSY_SPINS = 2000;
 const EAGAIN = 11;
 const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
 const CQ_CONTEXT = koffi.offsetof(ibv_cq, 'context');
@@ -54,8 +69,23 @@ interface Waiter {
 }
 
 export class CompletionQueue extends Resource implements AsyncIterable<WorkCompletion> {
-  /** How next() waits; change it at any time. */
-  mode: CompletionMode = 'events';
+  #mode: CompletionMode = 'adaptive';
+  /** Adaptive mode's spin budget, in ms. */
+  #spinBudgetMs = DEFAULT_SPIN_BUDGET_US / 1000;
+  #timeSliceMs = DEFAULT_TIME_SLICE_MS;
+  /** Adaptive mode polls on until this time (performance.now()); set when a drain takes completions. */
+  #spinUntil = Number.NEGATIVE_INFINITY;
+  /** A poll is scheduled with setImmediate (a spin round or a slice's end). */
+  #pollScheduled = false;
+  /** When the event loop last handed this queue control: a time slice counts from here. */
+  #sliceStart = 0;
+  /** The scheduled poll, made once: nothing is allocated per round. */
+  readonly #scheduledPoll = (): void => this.#pollAgain();
+  /** next() has served in this turn of the loop (cleared in its check phase). */
+  #inTurn = false;
+  readonly #turnEnded = (): void => {
+    this.#inTurn = false;
+  };
   readonly #ops: ContextOps;
   /** cq->channel, read when first needed (0n: the queue has none). */
   #channel: Pointer | undefined;
@@ -85,6 +115,50 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#ops = ops;
     this.#ownChannel = ownChannel;
     if (ownChannel !== undefined) this.#channel = ownChannel;
+  }
+
+  /**
+   * How next(), the async iterator and a listener wait; change it at any time.
+   * One of 'adaptive', 'events', 'busy-poll'.
+   * @defaultValue 'adaptive'
+   */
+  get mode(): CompletionMode {
+    return this.#mode;
+  }
+  set mode(mode: CompletionMode) {
+    if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`);
+    this.#mode = mode;
+    if (this.#listener && !this.#pollScheduled && !this.closed) this.#schedulePoll();
+    else if (mode === 'busy-poll' && this.#waiters.length > 0 && !this.#spinning) void this.#spin();
+  }
+
+  /**
+   * Adaptive mode: how long, in µs, the queue keeps polling after its last
+   * completion before it arms the channel and sleeps (an integer, 0–1,000,000).
+   * Polling hands the event loop back between rounds; a longer budget catches
+   * replies that come later at the cost of CPU time spent looking for them.
+   * @defaultValue 50
+   */
+  get spinBudgetUs(): number {
+    return this.#spinBudgetMs * 1000;
+  }
+  set spinBudgetUs(us: number) {
+    if (!Number.isInteger(us) || us < 0 || us > MAX_SPIN_BUDGET_US) throw argumentError('spinBudgetUs', 'spinBudgetUs', `expected an integer from 0 to ${MAX_SPIN_BUDGET_US}`);
+    this.#spinBudgetMs = us / 1000;
+  }
+
+  /**
+   * The longest time, in ms, completions are served before the event loop gets
+   * a turn (a number, 0.05–1000): bounds how late a timer can be made by a
+   * stream of completions, in every mode.
+   * @defaultValue 1
+   */
+  get timeSliceMs(): number {
+    return this.#timeSliceMs;
+  }
+  set timeSliceMs(ms: number) {
+    if (typeof ms !== 'number' || !(ms >= 0.05 && ms <= MAX_TIME_SLICE_MS)) throw argumentError('timeSliceMs', 'timeSliceMs', `expected a number from 0.05 to ${MAX_TIME_SLICE_MS}`);
+    this.#timeSliceMs = ms;
   }
 
   /**
@@ -190,7 +264,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       }
     } finally {
       // The event it took may be the one a pending next() watched for: serve those again, which re-arms.
-      if (this.#waiters.length > 0 && this.mode === 'events' && !this.#armed && !this.closed) this.#serve();
+      if (this.#waiters.length > 0 && this.#mode !== 'busy-poll' && !this.#armed && !this.#pollScheduled && !this.closed) this.#serve();
     }
   }
 
@@ -217,6 +291,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const watcher = this.#eventWatcher();
     watcher.setRef(options.keepAlive !== false);
     watcher.setInterest(true);
+    this.#sliceStart = performance.now();
     this.#serveListener();
   }
 
@@ -230,12 +305,26 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#channelWatcher?.setRef(false);
   }
 
-  /** Drains into the listener, arms, drains again: a completion after the arming raises an event. */
+  /**
+   * Drains into the listener. Then busy-poll goes on draining until its time
+   * slice is spent, adaptive polls again next turn while within its spin
+   * budget, and otherwise the queue is armed and drained once more: a
+   * completion after the arming raises an event.
+   */
   #serveListener(): void {
     const listener = this.#listener!;
     try {
-      while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
+      let taken = 0;
+      for (let count; (count = listener.onCompletions()) > 0; taken += count) {
+        if (this.#listener !== listener) return;
+        if (this.#sliceSpent()) return this.#schedulePoll();
+      }
+      if (this.#mode === 'busy-poll') {
+        while (!this.#sliceSpent()) if (listener.onCompletions() > 0 && this.#listener !== listener) return;
+        return this.#schedulePoll();
+      }
       if (this.#armed || this.closed) return;
+      if (this.#spinsOn(taken > 0)) return this.#schedulePoll();
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
     } catch (error) {
@@ -251,9 +340,13 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)');
     return new Promise<WorkCompletion>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
-      if (this.mode === 'busy-poll') {
+      if (this.#mode === 'busy-poll') {
         if (!this.#spinning) void this.#spin();
-      } else if (this.#waiters.length === 1) {
+      } else if (this.#waiters.length === 1 && !this.#pollScheduled) {
+        // A chain of waits that each find a completion at once never returns
+        // to the loop: its first wait of a turn starts the slice that bounds it.
+        if (!this.#inTurn) this.#startTurn();
+        else if (this.#sliceSpent()) return this.#schedulePoll();
         this.#serve();
       }
     });
@@ -276,21 +369,29 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /**
-   * Events mode: delivers what the queue holds to its waiters; while some still
-   * wait, arms the CQ and lets the channel's watch call back. Synchronous, so a
-   * wake-up costs no promise of its own.
+   * Adaptive and events modes: delivers what the queue holds to its waiters;
+   * while some still wait, polls again next turn (adaptive, within its spin
+   * budget) or arms the CQ and lets the channel's watch call back. Synchronous,
+   * so a wake-up costs no promise of its own.
    */
   #serve(): void {
     try {
+      let taken = 0;
       while (this.#waiters.length > 0) {
         const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
         for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
+        taken += count;
         if (count > 0) continue;
         // Armed: the next completion raises an event. One that landed before the
         // arming raises none, hence one more poll after arming.
         if (this.#armed) break;
+        if (this.#spinsOn(taken > 0)) {
+          this.#schedulePoll();
+          break;
+        }
         this.#armNotify();
       }
+      if (taken > 0 && this.#waiters.length === 0) this.#spinsOn(true);
       if (this.#waiters.length > 0) this.#eventWatcher().setInterest(true);
       else this.#channelWatcher?.setInterest(false);
     } catch (error) {
@@ -326,20 +427,67 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       return this.#failWaiters(error);
     }
     if (this.closed) return;
+    this.#sliceStart = performance.now();
     if (this.#listener) this.#serveListener();
     else this.#serve();
   }
 
-  /** Busy-poll mode: spins on poll(), yielding to the loop now and then, until none wait (or the mode changes). */
+  /**
+   * Whether to poll again next turn rather than sleep (adaptive mode, within
+   * the spin budget). `tookSome`: completions were just taken, so the budget
+   * starts again from now.
+   */
+  #spinsOn(tookSome: boolean): boolean {
+    if (this.#mode !== 'adaptive') return false;
+    const now = performance.now();
+    if (tookSome) this.#spinUntil = now + this.#spinBudgetMs;
+    return now < this.#spinUntil;
+  }
+
+  #startTurn(): void {
+    this.#inTurn = true;
+    this.#sliceStart = performance.now();
+    setImmediate(this.#turnEnded);
+  }
+
+  /** Whether completions have been served for a whole time slice since the event loop last had a turn. */
+  #sliceSpent(): boolean {
+    return performance.now() - this.#sliceStart >= this.#timeSliceMs;
+  }
+
+  /** Polls again in the loop's check phase, after timers and I/O have had their turn. */
+  #schedulePoll(): void {
+    if (this.#pollScheduled) return;
+    this.#pollScheduled = true;
+    setImmediate(this.#scheduledPoll);
+  }
+
+  #pollAgain(): void {
+    this.#pollScheduled = false;
+    if (this.closed) return;
+    this.#sliceStart = performance.now();
+    if (this.#listener) this.#serveListener();
+    else if (this.#mode === 'busy-poll') {
+      if (!this.#spinning && this.#waiters.length > 0) void this.#spin();
+    } else if (this.#waiters.length > 0) this.#serve();
+  }
+
+  /**
+   * Busy-poll mode: spins on poll() until none wait (or the mode changes),
+   * handing the loop a turn whenever a time slice is spent.
+   */
   async #spin(): Promise<void> {
     this.#spinning = true;
     try {
-      let spins = 0;
       while (this.#waiters.length > 0 && !this.closed) {
-        if (this.mode !== 'busy-poll') return this.#serve();
+        if (this.#mode !== 'busy-poll') return this.#serve();
+        if (this.#sliceSpent()) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          this.#sliceStart = performance.now();
+          continue;
+        }
         const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
         for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
-        if (count === 0 && ++spins % BUSY_SPINS === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } catch (error) {
       this.#failWaiters(error);

@@ -5,7 +5,7 @@
 import { performance } from 'node:perf_hooks';
 import { writeSync } from 'node:fs';
 import type { CmId } from '../api/cm-id.js';
-import type { CompletionQueue } from '../api/completion-queue.js';
+import type { CompletionMode, CompletionQueue } from '../api/completion-queue.js';
 import { MemoryRegion } from '../api/memory-region.js';
 import type { QueuePair } from '../api/queue-pair.js';
 import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work-request.js';
@@ -245,15 +245,16 @@ export function latencyClient(link: Link, plan: Plan, progress: Progress | undef
 }
 
 /**
- * The client's ping-pong on completion events: the same exchange as
- * latencyClient, but each receive is awaited with `cq.next()`, which sleeps on
- * the CQ's completion channel (the API's default mode), as ib_send_lat -e does.
+ * The client's ping-pong on the event loop: the same exchange as
+ * latencyClient, but each receive is awaited with `cq.next()` in `wait` mode:
+ * 'events' sleeps on the CQ's completion channel, as ib_send_lat -e does;
+ * 'adaptive' (the API's default) polls a while first; 'busy-poll' never sleeps.
  */
-export async function latencyClientOnEvents(link: Link, plan: Plan, progress: Progress | undefined): Promise<LatencyResult> {
+export async function latencyClientOnEvents(link: Link, plan: Plan, progress: Progress | undefined, wait: CompletionMode = 'events'): Promise<LatencyResult> {
   const { qp, recv, sendSignaled, sendUnsignaled } = link;
   const recvCq = qp.recvCq;
   const sendCq = qp.sendCq;
-  recvCq.mode = 'events';
+  recvCq.mode = wait;
   const timed = plan.durationMs > 0;
   const capacity = timed ? DURATION_CAPACITY : plan.iters;
   const samples = new Float64Array(capacity);
@@ -323,12 +324,12 @@ export function latencyServer(link: Link, plan: Plan): LatencyResult {
   return latencyStats(samples, measured, plan.size);
 }
 
-/** latencyServer on completion events: each ping is awaited with `cq.next()` (see latencyClientOnEvents). */
-export async function latencyServerOnEvents(link: Link, plan: Plan): Promise<LatencyResult> {
+/** latencyServer on the event loop: each ping is awaited with `cq.next()` in `wait` mode (see latencyClientOnEvents). */
+export async function latencyServerOnEvents(link: Link, plan: Plan, wait: CompletionMode = 'events'): Promise<LatencyResult> {
   const { qp, recv, sendSignaled, sendUnsignaled } = link;
   const recvCq = qp.recvCq;
   const sendCq = qp.sendCq;
-  recvCq.mode = 'events';
+  recvCq.mode = wait;
   const capacity = plan.durationMs > 0 ? DURATION_CAPACITY : plan.iters;
   const samples = new Float64Array(capacity + 1);
   let measured = 0;

@@ -12,6 +12,8 @@ import { listDevices, noDeviceFoundReason } from '../api/devices.js';
 import { createId, type CmId } from '../api/cm-id.js';
 import { ConnectionError } from '../api/cm-event.js';
 import { EventChannel } from '../api/event-channel.js';
+import { COMPLETION_MODES, type CompletionMode } from '../api/completion-queue.js';
+import { TimerProbe, type TimerLateness } from './timer-probe.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
   DEFAULT_MAX_INLINE, bandwidthClient, bandwidthServer, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
@@ -21,7 +23,7 @@ import {
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench, or sockets as rstream does (stream)';
 
-const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e] [--json] [SERVER_ADDR]
+const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--timer] [--json] [SERVER_ADDR]
        rdmacm bench stream [options] SERVER_ADDR | -l [BIND_ADDR]   (rdmacm bench stream --help)
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
@@ -51,8 +53,15 @@ Options:
                          (the CQ's channel, watched by libuv) instead of busy-polling,
                          as ib_send_lat -e does; each side chooses for itself.
                          Defaults: 1000 iterations after 1000 warm-up
+      --wait MODE        lat: await each receive with cq.next() in MODE: events (as
+                         -e), adaptive (the API's default: poll ~50 µs after a
+                         completion, then sleep) or busy-poll; same defaults as -e
+      --timer            lat with -e or --wait: run a 1 ms interval timer beside the
+                         ping-pong and report how late its ticks fire (ms): how much
+                         of the event loop the completion loop leaves to others
       --json             print one JSON object: {size, iters, min_us, p50_us, avg_us,
-                         p99_us, p999_us, max_us} (lat) or {size, iters, mb_per_s,
+                         p99_us, p999_us, max_us} (lat; with --timer also timer_ticks,
+                         timer_p50_ms, timer_p99_ms, timer_max_ms) or {size, iters, mb_per_s,
                          msg_rate_mpps} (bw)
   -h, --help             show this help
 
@@ -166,12 +175,14 @@ async function hangUp(link: Link, client: boolean): Promise<void> {
 
 // ---------------------------------------------------------------- output
 
-function humanLatency(r: LatencyResult, plan: Plan, role: string, inline: boolean, onEvents: boolean): string {
+function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined): string {
   const cols = ['min', 'p50', 'avg', 'p99', 'p99.9', 'max'];
   const vals = [r.min_us, r.p50_us, r.avg_us, r.p99_us, r.p999_us, r.max_us];
-  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${onEvents ? ', on completion events' : ''}\n` +
+  const timer = r.timer_ticks === undefined ? ''
+    : `  a 1 ms timer beside it: ${r.timer_ticks} ticks, late p50 ${r.timer_p50_ms} ms, p99 ${r.timer_p99_ms} ms, max ${r.timer_max_ms} ms\n`;
+  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait})` : ''}\n` +
     `  ${cols.map((c) => c.padStart(9)).join('')}   µs, half round trip\n` +
-    `  ${vals.map((v) => v.toFixed(2).padStart(9)).join('')}\n`;
+    `  ${vals.map((v) => v.toFixed(2).padStart(9)).join('')}\n` + timer;
 }
 
 function humanBandwidth(r: BandwidthResult, plan: Plan, role: string, inline: boolean): string {
@@ -202,6 +213,8 @@ export async function runBench(argv: string[]): Promise<number> {
     port: { type: 'string', short: 'p' },
     inline: { type: 'string', short: 'I' },
     events: { type: 'boolean', short: 'e' },
+    wait: { type: 'string' },
+    timer: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   }, true);
@@ -212,8 +225,14 @@ export async function runBench(argv: string[]): Promise<number> {
   if (modeArg !== 'lat' && modeArg !== 'bw') return fail(modeArg === undefined ? 'say lat, bw or stream' : `unknown test '${modeArg}' (lat, bw or stream)`);
   if (extra.length > 0) return fail(`unexpected argument '${extra[0]}'`);
   const mode: Mode = modeArg;
-  const onEvents = values.events === true;
-  if (onEvents && mode !== 'lat') return fail('--events is for lat');
+  if (values.events === true && values.wait !== undefined) return fail('-e is --wait events: give one of them');
+  if (values.wait !== undefined && !COMPLETION_MODES.includes(values.wait as CompletionMode)) {
+    return fail(`--wait takes ${COMPLETION_MODES.join(', ')} (got '${values.wait}')`);
+  }
+  const wait = values.events === true ? 'events' : (values.wait as CompletionMode | undefined);
+  const onEvents = wait !== undefined;
+  if (onEvents && mode !== 'lat') return fail('-e and --wait are for lat');
+  if (values.timer === true && !onEvents) return fail('--timer needs the event loop: give -e or --wait');
   let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number;
   try {
     size = integerOption(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
@@ -253,8 +272,11 @@ export async function runBench(argv: string[]): Promise<number> {
       link = await connectClient(channel, address, port, plan, maxInline);
       // A -D run has no known iteration count: no progress line.
       const progress = showProgress && durationMs === 0 ? new Progress(true, `bench ${mode} ${size} B`, iters) : undefined;
+      const probe = values.timer === true ? new TimerProbe() : undefined;
+      probe?.start();
       result = mode === 'bw' ? bandwidthClient(link, plan, progress)
-        : onEvents ? await latencyClientOnEvents(link, plan, progress) : latencyClient(link, plan, progress);
+        : onEvents ? await latencyClientOnEvents(link, plan, progress, wait) : latencyClient(link, plan, progress);
+      if (probe) result = { ...result, ...probe.stop() } as LatencyResult & TimerLateness;
       progress?.done();
       link.stop.post();
       waitForSends(link, 1);
@@ -262,12 +284,12 @@ export async function runBench(argv: string[]): Promise<number> {
       if (!json) process.stderr.write(`rdmacm bench ${mode}: waiting for a client on port ${port}\n`);
       ({ listener, link, plan } = await acceptClient(channel, port, mode, maxInline));
       result = plan.mode === 'bw' ? bandwidthServer(link, plan)
-        : onEvents ? await latencyServerOnEvents(link, plan) : latencyServer(link, plan);
+        : onEvents ? await latencyServerOnEvents(link, plan, wait) : latencyServer(link, plan);
     }
     await hangUp(link, address !== undefined);
     const role = address !== undefined ? 'client' : 'server';
     if (json) process.stdout.write(JSON.stringify(result) + '\n');
-    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, onEvents));
+    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, wait));
     else process.stdout.write(humanBandwidth(result as BandwidthResult, plan, role, link.inline));
     return 0;
   } catch (error) {

