@@ -168,6 +168,9 @@ if [ "$ONLY" != sockets ]; then
   say "JS heap across 1e5 post/poll cycles"
   port=$((port + 1))
   timeout 600 node --expose-gc "$APP/dist/bench/heap.js" "$ADDR" $port 100000 > "$RAW/heap.json" 2> "$RAW/heap.json.err" || say "FAILED: heap check (see $RAW/heap.json.err)"
+  say "the event path, hop by hop (crossings, the loop's hops, an in-process ping-pong on events)"
+  port=$((port + 1))
+  timeout 600 node "$APP/dist/bench/event-path.js" "$ADDR" $port > "$RAW/event-path.json" 2> "$RAW/event-path.json.err" || say "FAILED: event path (see $RAW/event-path.json.err)"
 fi
 
 # Sockets: rstream's custom runs (-S SIZE -C COUNT -I ITERS), rdmacm/net's

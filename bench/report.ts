@@ -137,6 +137,22 @@ const writeBw = collect(/^c-wbw-65536-r\d+\.txt$/, perftest);
 raw_.write_bw_65536 = writeBw;
 row('ib_write_bw 65536 B (C only, reference)', 'MB/s', null, pick(writeBw, 'BW average[MB/sec]'), '—', null, `${writeBw.length} C`);
 
+// Where a completion's time goes on the event loop (bench/event-path.ts): for the record, no targets.
+{
+  const path = existsSync(join(raw, 'event-path.json')) ? json(read('event-path.json')) : undefined;
+  raw_.event_path = path ?? null;
+  const one = path ? '1 TS' : '0';
+  const figure = (label: string, key: string) => row(`event path: ${label}`, 'µs', path?.[key] ?? null, null, '—', null, one);
+  figure('ibv_poll_cq, empty, one call', 'poll_empty_us');
+  figure('ibv_req_notify_cq, one call', 'req_notify_cq_us');
+  figure('a microtask hop (await)', 'microtask_hop_us');
+  figure('a setImmediate turn of the loop', 'set_immediate_turn_us');
+  figure('libuv wakes koffi\'s poll for a fd written by another thread, p50', 'fd_wake_p50_us');
+  figure('in-process ping-pong on events, half round trip', 'pingpong_half_round_trip_us');
+  figure('  post → the peer\'s listener, p50', 'post_to_peer_listener_p50_us');
+  figure('  the listener\'s work up to its reply, p50', 'listener_to_reply_p50_us');
+}
+
 interface TsConnRun {
   /** The rounds after the warm-up (bench/conn-rounds.ts: MEASURED_ROUNDS). */
   measured_rounds: ConnRound[];

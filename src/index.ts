@@ -23,7 +23,7 @@ export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './ap
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
 export { SharedReceiveQueue } from './api/shared-receive-queue.js';
 export {
-  CompletionQueue, COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, DEFAULT_TIME_SLICE_MS, type CompletionMode,
+  CompletionQueue, COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, DEFAULT_TIME_SLICE_MS, type CompletionListener, type CompletionMode,
 } from './api/completion-queue.js';
 export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,

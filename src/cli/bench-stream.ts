@@ -10,8 +10,9 @@ import { parseCommandArgs, usageError } from './arguments.js';
 import { listDevices, noDeviceFoundReason } from '../api/devices.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
 import { streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
+import { TimerProbe, timerLine } from './timer-probe.js';
 
-export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--json] SERVER_ADDR
+export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--timer] [--json] SERVER_ADDR
        rdmacm bench stream -l [options] [BIND_ADDR]
 
 rstream's custom run (rdma-core's librdmacm/examples/rstream.c) over an
@@ -37,9 +38,12 @@ Options:
   -V, --verify           check every byte received against rstream's -T v pattern
                          (what this side sends always follows it)
       --tcp              node:net TCP instead of RDMA (for comparison; -B does not apply)
+      --timer            run a 1 ms interval timer beside the exchange and report how
+                         late its ticks fire (ms): what the socket leaves to the loop
       --json             print one JSON object: {transport, role, size, count,
                          iterations, warmup, bytes, seconds, gbps, mb_per_s,
-                         usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us}
+                         usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us; with
+                         --timer also timer_ticks, timer_p50_ms, timer_p99_ms, timer_max_ms}
   -h, --help             show this help
 
 Figures, as rstream computes them, from the end of the sync (and warm-up):
@@ -143,6 +147,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     buffer: { type: 'string', short: 'B' },
     verify: { type: 'boolean', short: 'V' },
     tcp: { type: 'boolean' },
+    timer: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   }, true);
@@ -201,14 +206,17 @@ export async function runBenchStream(argv: string[]): Promise<number> {
         ? () => tcp.connect({ port, host: address!, noDelay: true })
         : () => rdmaConnect({ port, host: address!, rdma }));
     }
+    const probe = values.timer === true ? new TimerProbe() : undefined;
+    probe?.start();
     const timing = await streamExchange(socket, role, plan);
+    const lateness = probe?.stop();
     await hangUp(socket);
     const figures = streamFigures(plan, timing);
     if (json) {
       const { size, count, iterations, warmup } = plan;
-      process.stdout.write(JSON.stringify({ transport, role, size, count, iterations, warmup, ...figures }) + '\n');
+      process.stdout.write(JSON.stringify({ transport, role, size, count, iterations, warmup, ...figures, ...lateness }) + '\n');
     } else {
-      process.stdout.write(human(figures, plan, role, useTcp ? 'node:net TCP' : 'RDMA'));
+      process.stdout.write(human(figures, plan, role, useTcp ? 'node:net TCP' : 'RDMA') + (lateness ? timerLine(lateness) : ''));
     }
     return 0;
   } catch (error) {

@@ -13,7 +13,7 @@ import { createId, type CmId } from '../api/cm-id.js';
 import { ConnectionError } from '../api/cm-event.js';
 import { EventChannel } from '../api/event-channel.js';
 import { COMPLETION_MODES, type CompletionMode } from '../api/completion-queue.js';
-import { TimerProbe, type TimerLateness } from './timer-probe.js';
+import { TimerProbe, timerLine, type TimerLateness } from './timer-probe.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
   DEFAULT_MAX_INLINE, bandwidthClient, bandwidthServer, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
@@ -178,8 +178,7 @@ async function hangUp(link: Link, client: boolean): Promise<void> {
 function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined): string {
   const cols = ['min', 'p50', 'avg', 'p99', 'p99.9', 'max'];
   const vals = [r.min_us, r.p50_us, r.avg_us, r.p99_us, r.p999_us, r.max_us];
-  const timer = r.timer_ticks === undefined ? ''
-    : `  a 1 ms timer beside it: ${r.timer_ticks} ticks, late p50 ${r.timer_p50_ms} ms, p99 ${r.timer_p99_ms} ms, max ${r.timer_max_ms} ms\n`;
+  const timer = r.timer_ticks === undefined ? '' : timerLine(r as TimerLateness);
   return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait})` : ''}\n` +
     `  ${cols.map((c) => c.padStart(9)).join('')}   µs, half round trip\n` +
     `  ${vals.map((v) => v.toFixed(2).padStart(9)).join('')}\n` + timer;

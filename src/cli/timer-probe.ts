@@ -36,3 +36,8 @@ export class TimerProbe {
     return { timer_ticks: this.#ticks, timer_p50_ms: round(at(0.5)), timer_p99_ms: round(at(0.99)), timer_max_ms: round(at(1)) };
   }
 }
+
+/** The probe's figures as one line of a command's human output. */
+export function timerLine(lateness: TimerLateness): string {
+  return `  a 1 ms timer beside it: ${lateness.timer_ticks} ticks, late p50 ${lateness.timer_p50_ms} ms, p99 ${lateness.timer_p99_ms} ms, max ${lateness.timer_max_ms} ms\n`;
+}

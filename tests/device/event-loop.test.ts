@@ -10,20 +10,34 @@ import { COMPLETION_MODES, type CompletionMode, type CompletionQueue } from '../
 import { benchPair } from '../support/bench-pair.js';
 import { connectPair } from '../support/pair.js';
 
-// The issue's target is 2 ms; TCP ping-pong in the same guest reads 1.1–1.9 ms,
-// so the bound leaves the emulator's own noise some room.
-const TIMER_P99_BOUND_MS = 4;
+// The target is 2 ms p99; under emulation the guest's own noise is larger, so
+// each mode is held to the same guest's node:net TCP ping-pong with the same
+// timer beside it, measured first in this run (TCP read 1.1–1.9 ms there).
+const TIMER_SLACK_MS = 2;
+const PING_PONGS = ['-n', '2000', '-w', '200', '-s', '64'];
+interface Lateness { timer_ticks: number; timer_p50_ms: number; timer_p99_ms: number; timer_max_ms: number }
+const describe = (figures: Lateness) =>
+  `1 ms timer: ${figures.timer_ticks} ticks, late p50 ${figures.timer_p50_ms} ms, p99 ${figures.timer_p99_ms} ms, max ${figures.timer_max_ms} ms`;
+
+let tcpP99Ms = Number.NaN;
+test('node:net TCP ping-pong in this guest with a 1 ms timer beside it (the reference)', { timeout: 300_000 }, async () => {
+  const { client } = await benchPair(['stream', '--tcp', '-S', '64', '-C', '1', '-I', '2000', '-w', '200'], { server: ['-l'], client: ['--timer'] });
+  const figures = client as unknown as Lateness & { p50_us: number };
+  console.log(`# tcp: half round trip p50 ${figures.p50_us} µs; ${describe(figures)}`);
+  assert.ok(figures.timer_ticks >= 100, `the timer ticked ${figures.timer_ticks} times`);
+  tcpP99Ms = figures.timer_p99_ms;
+});
 
 for (const mode of COMPLETION_MODES) {
-  test(`${mode}: a 1 ms timer beside a 64 B ping-pong fires on time (p99 late < ${TIMER_P99_BOUND_MS} ms)`, { timeout: 300_000 }, async () => {
-    const { client } = await benchPair(['lat', '--wait', mode, '-n', '2000', '-w', '200', '-s', '64'], ['--timer']);
-    const figures = client as { iters: number; p50_us: number; p99_us: number; timer_ticks: number; timer_p50_ms: number; timer_p99_ms: number; timer_max_ms: number };
-    console.log(`# ${mode}: ping-pong half round trip p50 ${figures.p50_us} µs p99 ${figures.p99_us} µs; ` +
-      `1 ms timer: ${figures.timer_ticks} ticks, late p50 ${figures.timer_p50_ms} ms, p99 ${figures.timer_p99_ms} ms, max ${figures.timer_max_ms} ms`);
+  test(`${mode}: a 1 ms timer beside a 64 B ping-pong fires on time (p99 late within ${TIMER_SLACK_MS} ms of TCP's)`, { timeout: 300_000 }, async () => {
+    const { client } = await benchPair(['lat', '--wait', mode, ...PING_PONGS], { client: ['--timer'] });
+    const figures = client as unknown as Lateness & { iters: number; p50_us: number; p99_us: number };
+    console.log(`# ${mode}: half round trip p50 ${figures.p50_us} µs p99 ${figures.p99_us} µs; ${describe(figures)}`);
     assert.equal(figures.iters, 2000);
     // Without starvation a 1 ms timer ticks through the run: 2200 round trips take well over 1 ms each way under emulation.
     assert.ok(figures.timer_ticks >= 100, `the timer ticked ${figures.timer_ticks} times`);
-    assert.ok(figures.timer_p99_ms < TIMER_P99_BOUND_MS, `the timer's p99 lateness was ${figures.timer_p99_ms} ms`);
+    const bound = Math.max(2, tcpP99Ms) + TIMER_SLACK_MS;
+    assert.ok(figures.timer_p99_ms < bound, `the timer's p99 lateness was ${figures.timer_p99_ms} ms (bound ${bound} ms; TCP's ${tcpP99Ms} ms)`);
   });
 }
 

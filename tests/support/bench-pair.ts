@@ -27,12 +27,12 @@ function rdmacm(args: string[], timeoutMs: number): Promise<Run> {
   });
 }
 
-/** Runs a server, then a client against it (with `clientOnly` options too); returns both parsed JSON objects. */
-export async function benchPair(args: string[], clientOnly: string[] = []): Promise<{ server: Record<string, unknown>; client: Record<string, unknown> }> {
+/** Runs a server, then a client against it (each with its own options too); returns both parsed JSON objects. */
+export async function benchPair(args: string[], only: { server?: string[]; client?: string[] } = {}): Promise<{ server: Record<string, unknown>; client: Record<string, unknown> }> {
   const port = String(freshPort());
-  const server = rdmacm(['bench', ...args, '-p', port, '--json'], 240_000);
+  const server = rdmacm(['bench', ...args, ...(only.server ?? []), '-p', port, '--json'], 240_000);
   // The client retries while the server is still starting (node is slow to start in the guest).
-  const client = await rdmacm(['bench', ...args, ...clientOnly, '-p', port, '--json', deviceAddress()], 240_000);
+  const client = await rdmacm(['bench', ...args, ...(only.client ?? []), '-p', port, '--json', deviceAddress()], 240_000);
   const served = await server;
   assert.equal(client.code, 0, `client: ${client.stderr}`);
   assert.equal(served.code, 0, `server: ${served.stderr}`);
