@@ -4,9 +4,10 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/errors.js';
+import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/completion-queue.js';
 import { DEFAULTS } from './wire.js';
 
-/** RDMA-specific sizes of one connection; the defaults are rsockets' own. */
+/** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
 export interface RdmaSocketSizes {
   /**
    * Bytes of the receive ring the peer writes into (offered in halves).
@@ -38,6 +39,18 @@ export interface RdmaSocketSizes {
    * @defaultValue 0
    */
   readonly iomapEntries?: number;
+  /**
+   * How the connection's completion queue waits (CompletionQueue.mode):
+   * 'adaptive' polls for spinBudgetUs after a completion before it sleeps,
+   * 'events' sleeps at once, 'busy-poll' never sleeps (a core stays busy).
+   * @defaultValue 'adaptive'
+   */
+  readonly completionMode?: CompletionMode;
+  /**
+   * Adaptive mode's spin budget in µs (0–1,000,000): rsockets spins 10 µs.
+   * @defaultValue 50
+   */
+  readonly spinBudgetUs?: number;
 }
 
 const power2Size = (min: number, max: number) =>
@@ -50,6 +63,8 @@ export const sizesSchema = z.strictObject({
   recvQueueDepth: z.number().int().min(DEFAULTS.minQueueDepth).max(DEFAULTS.maxQueueDepth).default(DEFAULTS.recvQueueDepth),
   inlineSize: z.number().int().min(0).max(1024).default(DEFAULTS.inlineSize),
   iomapEntries: z.number().int().min(0).max(0x7f00).default(DEFAULTS.iomapEntries),
+  completionMode: z.enum(COMPLETION_MODES as [CompletionMode, ...CompletionMode[]]).default('adaptive'),
+  spinBudgetUs: z.number().int().min(0).max(1_000_000).default(DEFAULT_SPIN_BUDGET_US),
 }) satisfies z.ZodType<Required<RdmaSocketSizes>, RdmaSocketSizes>;
 export type ResolvedSizes = z.output<typeof sizesSchema>;
 /** rsockets' sizes, resolved once. */

@@ -186,6 +186,8 @@ export class StreamConnection implements CompletionListener {
     let cq: CompletionQueue | undefined;
     try {
       cq = device.createCq({ entries: Math.min(sendDepth + recvDepth, limits.maxCqe) });
+      cq.mode = sizes.completionMode;
+      cq.spinBudgetUs = sizes.spinBudgetUs;
       this.#pd = pd;
       this.#cq = cq;
       this.#qp = id.createQp({

@@ -17,6 +17,8 @@ test('connect() overloads: (port, host, cb), (port, cb), (options, cb)', () => {
   assert.equal(fromOptions.options.rdma.sendBufferSize, 131072, 'rsockets\' default');
   assert.equal(fromOptions.options.rdma.recvQueueDepth, 384);
   assert.equal(fromOptions.options.rdma.inlineSize, 64);
+  assert.equal(fromOptions.options.rdma.completionMode, 'adaptive');
+  assert.equal(fromOptions.options.rdma.spinBudgetUs, 50);
 });
 
 test('listen() overloads: (port, host, backlog, cb), (port, cb), (options), ()', () => {
@@ -39,6 +41,8 @@ test('bad and meaningless options are refused with the parameter named', () => {
     [[{ port: 1, rdma: { recvBufferSize: 1000 } }], 'options.rdma.recvBufferSize'],
     [[{ port: 1, rdma: { sendQueueDepth: 8 } }], 'options.rdma.sendQueueDepth'],
     [[{ port: 1, rdma: { bogus: 1 } }], 'options.rdma'],
+    [[{ port: 1, rdma: { completionMode: 'spin' } }], 'options.rdma.completionMode'],
+    [[{ port: 1, rdma: { spinBudgetUs: -1 } }], 'options.rdma.spinBudgetUs'],
     [[{ port: 1, family: 5 }], 'options.family'],
     [[{ port: 1, localAddress: 'not-an-ip' }], 'options.localAddress'],
   ];
