@@ -1,0 +1,25 @@
+// rdmacm/net's errors in node:net's terms: a resolver failure keeps its own
+// code, an RDMA failure gets the node:net code closest to it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { lookup } from 'node:dns/promises';
+import { RdmaError } from '../../src/api/errors.js';
+import { connectFailure } from '../../src/net/errors.js';
+
+test('a resolver error is passed on as node:net does (ENOTFOUND, syscall getaddrinfo)', async () => {
+  // A name with a character no resolver accepts fails at once, without the network.
+  const resolverError = await lookup('bad..name', { family: 4 }).then(() => undefined, (error: unknown) => error);
+  assert.ok(resolverError instanceof Error);
+  assert.equal(connectFailure(resolverError, 'bad..name', 7471), resolverError);
+});
+
+test('an RDMA failure becomes a connect error with a node:net code, the RDMA error as its cause', () => {
+  const cause = new RdmaError('rdma_resolve_addr', 113);
+  const error = connectFailure(cause, '10.0.0.9', 7471) as Error & { code: string; syscall: string; address: string; port: number };
+  assert.equal(error.code, 'EHOSTUNREACH');
+  assert.equal(error.syscall, 'connect');
+  assert.equal(error.address, '10.0.0.9');
+  assert.equal(error.port, 7471);
+  assert.equal(error.cause, cause);
+  assert.equal((connectFailure(new Error('no code'), 'h', 1) as Error & { code: string }).code, 'ECONNREFUSED');
+});
