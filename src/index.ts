@@ -25,6 +25,7 @@ export { SharedReceiveQueue } from './api/shared-receive-queue.js';
 export {
   CompletionQueue, COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, DEFAULT_TIME_SLICE_MS, type CompletionListener, type CompletionMode,
 } from './api/completion-queue.js';
+export { CompletionChannel } from './api/completion-channel.js';
 export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
   type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,

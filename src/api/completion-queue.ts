@@ -23,6 +23,7 @@ import { contextOf } from './work-request-ids.js';
 import { ResourceClosedError } from './errors.js';
 import { argumentError } from './validate.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from './fd-watcher.js';
+import { CompletionChannel, joinChannel, type ChannelWatch } from './completion-channel.js';
 import { nativeScratch } from './native-memory.js';
 import {
   WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readImmData, readOpcode, readStatus, readWrId, type WorkCompletion,
@@ -91,8 +92,15 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #channel: Pointer | undefined;
   /** cq->context, read when first needed. */
   #context: Pointer | undefined;
-  /** The channel's fd watcher, made non-blocking on first use: busy-polling code never needs it. */
-  #channelWatcher: FdWatcher | undefined;
+  /**
+   * The channel's fd watcher, made (and the fd made non-blocking) on first
+   * use: busy-polling code never needs it. On a shared channel, this queue's
+   * place on it, made with the queue.
+   */
+  #channelWatcher: FdWatcher | ChannelWatch | undefined;
+  /** On a shared channel: its watch (the same as #channelWatcher). */
+  #sharedWatch: ChannelWatch | undefined;
+  #sharedChannelResource: CompletionChannel | undefined;
   /** ibv_poll_cq of this queue into its batch, the arguments stored: made by the first poll, as most queues of a setup are never polled. */
   #pollCall: FixedCall | undefined;
   /** The num_entries #pollCall holds. */
@@ -162,21 +170,33 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /**
-   * ibv_create_cq (with a new completion channel unless `withChannel` is false)
-   * on an open device context; see DeviceContext.createCq.
+   * ibv_create_cq on an open device context, with a completion channel of its
+   * own (`channel` true), none (false) or a shared one; see DeviceContext.createCq.
    */
-  static create(key: Internal, device: Resource, context: Pointer, entries: number, withChannel: boolean, compVector: number): CompletionQueue {
+  static create(key: Internal, device: Resource, context: Pointer, entries: number, channel: boolean | CompletionChannel, compVector: number): CompletionQueue {
     assertInternal(key, 'CompletionQueue.create', 'use device.createCq()');
-    const channel = withChannel ? checkPointer('ibv_create_comp_channel', libibverbs.ibv_create_comp_channel(context)) : 0n;
+    const shared = channel instanceof CompletionChannel ? channel : undefined;
+    const own = channel === true ? checkPointer('ibv_create_comp_channel', libibverbs.ibv_create_comp_channel(context)) : 0n;
+    const used = shared ? shared.unsafeHandle : own;
     let cq: Pointer;
     try {
-      cq = checkPointer('ibv_create_cq', libibverbs.ibv_create_cq(context, entries, null, channel || null, compVector));
+      cq = checkPointer('ibv_create_cq', libibverbs.ibv_create_cq(context, entries, null, used || null, compVector));
     } catch (error) {
-      if (channel !== 0n) libibverbs.ibv_destroy_comp_channel(channel);
+      if (own !== 0n) libibverbs.ibv_destroy_comp_channel(own);
       throw error;
     }
-    const queue = new CompletionQueue(cq, device, contextOps(context), channel);
+    const queue = new CompletionQueue(cq, device, contextOps(context), own);
     queue.#context = context;
+    if (shared) {
+      queue.#channel = used;
+      queue.#sharedChannelResource = shared;
+      // The channel closes its queues first, as a parent would.
+      queue.use(shared);
+      queue.#channelWatcher = queue.#sharedWatch = joinChannel(shared, cq, {
+        onEvent: () => queue.#sharedEvent(),
+        onChannelError: (error) => queue.#channelFailed(error),
+      });
+    }
     return queue;
   }
 
@@ -406,7 +426,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /** The channel's watcher, or an error: a CQ without a channel raises no events to wait for. */
-  #eventWatcher(): FdWatcher {
+  #eventWatcher(): FdWatcher | ChannelWatch {
     const watcher = this.#watcher();
     if (!watcher) throw new RdmaError('ibv_get_cq_event', 22, 'this CQ has no completion channel; use mode busy-poll');
     return watcher;
@@ -421,15 +441,31 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     try {
       this.#takeChannelEvent();
     } catch (error) {
-      const listener = this.#listener;
-      this.#listener = undefined;
-      listener?.onCompletionError(error);
-      return this.#failWaiters(error);
+      return this.#channelFailed(error);
     }
+    this.#eventServed();
+  }
+
+  /** A shared channel took an event of this queue (see CompletionChannel). */
+  #sharedEvent(): void {
+    this.#eventTaken();
+    this.#eventServed();
+  }
+
+  /** After an event: serve whoever waits, with a fresh time slice. */
+  #eventServed(): void {
     if (this.closed) return;
     this.#sliceStart = performance.now();
     if (this.#listener) this.#serveListener();
     else this.#serve();
+  }
+
+  /** The channel can deliver no more: the listener and every wait end with `error`. */
+  #channelFailed(error: unknown): void {
+    const listener = this.#listener;
+    this.#listener = undefined;
+    listener?.onCompletionError(error);
+    this.#failWaiters(error);
   }
 
   /**
@@ -511,7 +547,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /** The completion channel's watcher (its fd set non-blocking), made on first need; undefined without a channel. */
-  #watcher(): FdWatcher | undefined {
+  #watcher(): FdWatcher | ChannelWatch | undefined {
     if (this.#channelWatcher) return this.#channelWatcher;
     const channel = (this.#channel ??= readPointer(this.handle, CQ_CHANNEL));
     if (channel === 0n) return undefined;
@@ -538,11 +574,17 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * system call on every wake-up.
    */
   #takeChannelEvent(): void {
+    if (this.#sharedWatch) return this.#sharedWatch.takeEvents(); // this queue's event comes back through #sharedEvent
     if (libibverbs.ibv_get_cq_event(this.#channel!, this.#eventCqSlot!, this.#eventContextSlot!) !== 0) {
       const errno = koffi.errno();
       if (errno === EAGAIN) return; // nothing pending: another reader took it
       throw new RdmaError('ibv_get_cq_event', errno || 5, 'the completion channel failed (device removed?)');
     }
+    this.#eventTaken();
+  }
+
+  /** An event of this queue was taken: the queue is no longer armed, and the event is acked in a batch. */
+  #eventTaken(): void {
     this.#armed = false;
     if (++this.#unackedEvents >= ACK_BATCH) this.#ackEvents();
   }
@@ -550,6 +592,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #ackEvents(): void {
     if (this.#unackedEvents > 0) libibverbs.ibv_ack_cq_events(this.handle, this.#unackedEvents);
     this.#unackedEvents = 0;
+  }
+
+  /** The shared completion channel this queue is on (createCq({ channel })), if any. */
+  get sharedChannel(): CompletionChannel | undefined {
+    return this.#sharedChannelResource;
   }
 
   /** @internal The ibv_context (device) this queue is on, read once. */

@@ -15,13 +15,18 @@ import { argumentError, count, cString, parseArgument } from './validate.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { CompletionQueue } from './completion-queue.js';
+import { CompletionChannel, contextOfChannel } from './completion-channel.js';
 
 /** ibv_create_cq's options. */
 const cqOptionsSchema = z.strictObject({
   /** At least as many completions as can be outstanding on every QP that shares it. */
   entries: count.default(256),
-  /** A completion channel, for next() and waitOne(); without one, only poll() and busy-poll. */
-  channel: z.boolean().default(true),
+  /**
+   * A completion channel, for next() and waitOne(): true makes one for this
+   * queue alone, a CompletionChannel (createCompletionChannel()) shares one
+   * fd among many queues; false: none, so only poll() and busy-poll.
+   */
+  channel: z.union([z.boolean(), z.custom<CompletionChannel>((value) => value instanceof CompletionChannel, 'expected a boolean or a CompletionChannel of this device')]).default(true),
   compVector: z.number().int().min(0).max(0x7fffffff).default(0),
 });
 export type CqOptions = z.input<typeof cqOptionsSchema>;
@@ -154,7 +159,22 @@ export class DeviceContext extends Resource {
     if (o.entries > maxCqe) throw argumentError(operation, 'options.entries', `this device allows at most ${maxCqe} entries per completion queue`);
     const vectors = koffi.decode(this.handle, koffi.offsetof(ibv_context, 'num_comp_vectors'), 'int') as number;
     if (o.compVector >= vectors) throw argumentError(operation, 'options.compVector', `this device has ${vectors} completion vector(s): 0–${vectors - 1}`);
+    if (o.channel instanceof CompletionChannel) {
+      if (o.channel.closed) throw argumentError(operation, 'options.channel', 'the completion channel is closed');
+      if (contextOfChannel(o.channel) !== this.handle) throw argumentError(operation, 'options.channel', 'the completion channel belongs to another device');
+    }
     return CompletionQueue.create(internal, this, this.handle, o.entries, o.channel, o.compVector);
+  }
+
+  /**
+   * A completion channel (ibv_create_comp_channel) that many completion
+   * queues share: pass it as createCq({ channel }). One fd and one libuv watch
+   * serve them all, each event reaching its own queue: a server with many
+   * connections watches one fd, not one per queue. Its queues close before it.
+   */
+  createCompletionChannel(): CompletionChannel {
+    this.ensureOpen('ibv_create_comp_channel');
+    return CompletionChannel.create(internal, this, this.handle);
   }
 
   protected release(): void {
