@@ -1,8 +1,12 @@
-// One connection-manager event channel for every socket and server of the
-// process (one fd, one libuv handle), made on first use and closed when the
-// last user leaves. It keeps the process alive only while a user wants that
-// (a listening server, a ref'd socket), as node:net's handles do.
+// The channels every socket and server of the thread share: one
+// connection-manager event channel, and one completion channel per device
+// (one fd, one libuv handle each, however many connections), made on first
+// use and closed when the last user leaves. They keep the process alive only
+// while a user wants that (a listening server, a ref'd socket), as node:net's
+// handles do.
 import { EventChannel } from '../api/event-channel.js';
+import type { CompletionChannel } from '../api/completion-channel.js';
+import type { DeviceContext } from '../api/device-context.js';
 
 let channel: EventChannel | undefined;
 let users = 0;
@@ -45,6 +49,42 @@ export class ChannelHold {
       this.channel.close();
     } else {
       this.channel.setRef(keepingAlive > 0);
+    }
+  }
+}
+
+/** The completion channel of each device in use, by its ibv_context, and how many queues hold it. */
+const completionChannels = new Map<bigint, { channel: CompletionChannel; users: number }>();
+
+/**
+ * A connection's hold on its device's shared completion channel: its
+ * completion queue joins the channel, and the last to leave closes it (after
+ * its queue: a channel's queues close first).
+ */
+export class CompletionChannelHold {
+  readonly channel: CompletionChannel;
+  readonly #context: bigint;
+  #released = false;
+
+  constructor(device: DeviceContext) {
+    this.#context = device.unsafeHandle;
+    let shared = completionChannels.get(this.#context);
+    if (!shared || shared.channel.closed) {
+      shared = { channel: device.createCompletionChannel(), users: 0 };
+      completionChannels.set(this.#context, shared);
+    }
+    shared.users++;
+    this.channel = shared.channel;
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    const shared = completionChannels.get(this.#context);
+    if (!shared || shared.channel !== this.channel) return;
+    if (--shared.users === 0) {
+      completionChannels.delete(this.#context);
+      this.channel.close();
     }
   }
 }

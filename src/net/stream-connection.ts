@@ -27,6 +27,7 @@ import {
   readSgeAddress, readSgeKey, readSgeLength, writeIomap, writeSge, type ConnData, type WireIomap,
 } from './wire.js';
 import type { ResolvedSizes } from './options.js';
+import { CompletionChannelHold } from './shared-channel.js';
 
 /** What the connection tells its socket. */
 export interface StreamEvents {
@@ -73,6 +74,7 @@ export class StreamConnection implements CompletionListener {
   readonly #events: StreamEvents;
   readonly #pd: ProtectionDomain;
   readonly #cq: CompletionQueue;
+  readonly #channelHold: CompletionChannelHold;
   readonly #qp: QueuePair;
   readonly #ring: MemoryRegion;
   readonly #target: MemoryRegion;
@@ -183,9 +185,12 @@ export class StreamConnection implements CompletionListener {
     const recvDepth = Math.min(sizes.recvQueueDepth, limits.maxQpWr);
     this.#recvDepth = recvDepth;
     const pd = device.allocPd();
+    // Every connection's queue sleeps on its device's one completion channel: one fd for all of them.
+    const channelHold = new CompletionChannelHold(device);
+    this.#channelHold = channelHold;
     let cq: CompletionQueue | undefined;
     try {
-      cq = device.createCq({ entries: Math.min(sendDepth + recvDepth, limits.maxCqe) });
+      cq = device.createCq({ entries: Math.min(sendDepth + recvDepth, limits.maxCqe), channel: channelHold.channel });
       cq.mode = sizes.completionMode;
       cq.spinBudgetUs = sizes.spinBudgetUs;
       this.#pd = pd;
@@ -221,6 +226,7 @@ export class StreamConnection implements CompletionListener {
     } catch (error) {
       pd.close();
       cq?.close();
+      channelHold.release();
       throw error;
     }
     this.#sendQueueFree = sendDepth - DEFAULTS.controlSlots;
@@ -793,7 +799,9 @@ export class StreamConnection implements CompletionListener {
     this.#released = true;
     clearInterval(this.#keepaliveTimer);
     let firstError: unknown;
-    for (const step of [() => this.#cq.setListener(undefined), () => this.#id.close(), () => this.#cq.close(), () => this.#pd.close()]) {
+    for (const step of [
+      () => this.#cq.setListener(undefined), () => this.#id.close(), () => this.#cq.close(), () => this.#channelHold.release(), () => this.#pd.close(),
+    ]) {
       try {
         step();
       } catch (error) {
