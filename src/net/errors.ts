@@ -37,19 +37,13 @@ export class RdmaNetCodeError extends Error {
 }
 
 /**
- * What a connection failure means in node:net's terms. A Node system error
- * (the resolver's ENOTFOUND or EAI_AGAIN, syscall 'getaddrinfo') is already
- * one, and node:net passes it on as it is.
+ * What a connection failure means in node:net's terms. The resolver's own
+ * errors (ENOTFOUND, EAI_AGAIN: syscall 'getaddrinfo') are node:net's too,
+ * and pass on as they are.
  */
 export function connectFailure(error: unknown, address: string, port: number): Error {
-  if (isNodeSystemError(error)) return error;
+  if (error instanceof Error && (error as { syscall?: unknown }).syscall === 'getaddrinfo') return error;
   return new RdmaNetError('connect', netCodeOf(error, 'ECONNREFUSED'), { address, port, cause: error });
-}
-
-function isNodeSystemError(error: unknown): error is Error {
-  if (!(error instanceof Error) || error instanceof RdmaError) return false;
-  const { code, syscall } = error as { code?: unknown; syscall?: unknown };
-  return typeof code === 'string' && typeof syscall === 'string';
 }
 
 /** The node:net code for an RDMA failure; `fallback` when nothing closer fits. */
