@@ -1,7 +1,7 @@
 // Where the time of a completion on the event loop goes, one hop at a time: the
 // native crossings a wake-up makes, each timed alone in a loop; the event
 // loop's own hops (a microtask, a setImmediate turn, libuv waking a watched fd
-// written by another thread); and a ping-pong in this process whose two sides
+// written by another thread, against a thread woken from a futex); and a ping-pong in this process whose two sides
 // listen for completions in events mode, split into the path from a post to
 // the peer's listener (device, kernel, libuv, koffi, ibv_get_cq_event, poll)
 // and the listener's own work up to its reply. Prints one JSON object.
@@ -144,12 +144,53 @@ async function fdWake(samples: number): Promise<Float64Array> {
   return wakes;
 }
 
+/**
+ * The floor any sleeping wait pays here: this thread blocked in a futex
+ * (Atomics.wait), woken by another thread; from its notify to the waiter
+ * running, µs. No epoll, libuv or koffi on the way: what C's blocking
+ * ibv_get_cq_event pays for its wake-up too, near enough.
+ */
+async function futexWake(samples: number): Promise<Float64Array> {
+  const shared = new SharedArrayBuffer(16);
+  const flag = new Int32Array(shared, 0, 1);
+  const notifiedAt = new BigInt64Array(shared, 8, 1);
+  const ready = new Int32Array(new SharedArrayBuffer(4));
+  const worker = new Worker(`
+    const { workerData } = require('node:worker_threads');
+    const flag = new Int32Array(workerData.shared, 0, 1);
+    const notifiedAt = new BigInt64Array(workerData.shared, 8, 1);
+    const ready = new Int32Array(workerData.ready);
+    for (let i = 0; i < workerData.samples; i++) {
+      Atomics.wait(ready, 0, 0, 5000);
+      Atomics.store(ready, 0, 0);
+      const until = Date.now() + 1; while (Date.now() < until);
+      notifiedAt[0] = process.hrtime.bigint();
+      Atomics.store(flag, 0, 1);
+      Atomics.notify(flag, 0);
+    }`, { eval: true, workerData: { shared, ready: ready.buffer, samples } });
+  await new Promise((resolve) => worker.once('online', resolve));
+  const wakes = new Float64Array(samples);
+  for (let i = 0; i < samples; i++) {
+    Atomics.store(flag, 0, 0);
+    Atomics.store(ready, 0, 1);
+    Atomics.notify(ready, 0);
+    Atomics.wait(flag, 0, 0, 5000);
+    wakes[i] = Number(process.hrtime.bigint() - notifiedAt[0]!) / 1000;
+  }
+  await worker.terminate();
+  return wakes;
+}
+
 const loop = {
   microtask_hop_us: Math.round((await microtaskHop()) * 1000) / 1000,
   set_immediate_turn_us: Math.round((await immediateHop(20_000)) * 1000) / 1000,
 };
 const wakes = await fdWake(500);
-const fdWakeFigures = { fd_wake_p50_us: median(wakes), fd_wake_p99_us: percentile(wakes, 0.99) };
+const futexWakes = await futexWake(500);
+const fdWakeFigures = {
+  fd_wake_p50_us: median(wakes), fd_wake_p99_us: percentile(wakes, 0.99),
+  futex_wake_p50_us: median(futexWakes), futex_wake_p99_us: percentile(futexWakes, 0.99),
+};
 
 // ---- the ping-pong, both sides listening in events mode
 /** Per round trip: post → the peer's listener, and the listener's work up to its reply, each side. */
