@@ -19,6 +19,7 @@ export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-c
 export { ProtectionDomain } from './api/protection-domain.js';
 export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/address-handle.js';
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
+export { forkStatus, enableForkSafety, type ForkStatus } from './api/fork.js';
 export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
 export { SharedReceiveQueue } from './api/shared-receive-queue.js';
