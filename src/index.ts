@@ -6,7 +6,7 @@
 // the escape hatch: the C functions and layouts as they are.
 export * as raw from './raw.js';
 
-export { getAddrInfo, AddrInfo, type AddrInfoEntry, type AddrInfoHints } from './api/addrinfo.js';
+export { getAddrInfo, getAddrInfoAsync, AddrInfo, type AddrInfoEntry, type AddrInfoHints, type AddrInfoOptions } from './api/addrinfo.js';
 export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
 export {
   createId, eventName, CmId, type MulticastGroup,

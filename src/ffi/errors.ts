@@ -47,7 +47,7 @@ export function memlockLimits(limits?: string): { soft: string; hard: string } |
 export function memlockAdvice(limits: { soft: string; hard: string } | undefined): string {
   const now = limits ? `this process may lock ${limits.soft} (hard limit ${limits.hard})` : 'the limit could not be read';
   return (
-    `memory registration pins memory, counted against RLIMIT_MEMLOCK (${now}); raise the limit for the process that runs node: ` +
+    `memory registration pins memory, counted against RLIMIT_MEMLOCK, and ${now}; raise the limit for the process that runs node: ` +
     '`ulimit -l unlimited` in its shell (above the hard limit: root, or `* - memlock unlimited` in /etc/security/limits.conf), ' +
     '`LimitMEMLOCK=infinity` in its systemd unit, `docker run --ulimit memlock=-1` for a container'
   );
@@ -190,10 +190,11 @@ const addrInfoErrors: Record<number, [code: string, text: string]> = {
 /**
  * rdma_getaddrinfo: 0 on success, -1 with errno set, or getaddrinfo's own
  * negative EAI_* code (a name that does not resolve is EAI_NONAME, not -1).
+ * `errno` is the one the call left, when it ran on another thread (callAsync).
  */
-export function checkAddrInfo(syscall: string, result: number): void {
+export function checkAddrInfo(syscall: string, result: number, errno?: number): void {
   if (result === 0) return;
-  if (result === -1 || result === EAI_SYSTEM) throw new RdmaError(syscall, koffi.errno() || 5);
+  if (result === -1 || result === EAI_SYSTEM) throw new RdmaError(syscall, (errno ?? koffi.errno()) || 5);
   const [code, text] = addrInfoErrors[result] ?? [`EAI_${-result}`, `getaddrinfo error ${result}`];
   throw new RdmaError(syscall, result, undefined, { code, text });
 }
