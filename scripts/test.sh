@@ -25,12 +25,36 @@ tier_run() {
   "$@" 2>&1 | tee -a "$log"
 }
 
-# One closing line for the whole run, from the runners' own counts.
+# The closing lines for the whole run, from the runners' own counts: passed,
+# failed, cancelled and skipped, then each skipped test with its reason (the
+# TAP reporter's "ok N - NAME # SKIP REASON", the spec reporter's
+# "﹣ NAME (DURATION) # REASON"), then what a file filter left out.
 summary() {
-  awk '/^(\[host[0-9]+\] )?(# |ℹ )pass [0-9]+$/ { passed += $NF }
-       /^(\[host[0-9]+\] )?(# |ℹ )fail [0-9]+$/ { failed += $NF }
-       /^(\[host[0-9]+\] )?(# |ℹ )cancelled [0-9]+$/ { cancelled += $NF }
-       END { printf "tests: %d passed, %d failed, %d cancelled\n", passed, failed, cancelled }' "$log"
+  awk '{ sub(/^\[host[0-9]+\] /, "") }
+       /^(# |ℹ )pass [0-9]+$/ { passed += $NF }
+       /^(# |ℹ )fail [0-9]+$/ { failed += $NF }
+       /^(# |ℹ )cancelled [0-9]+$/ { cancelled += $NF }
+       /^(# |ℹ )skipped [0-9]+$/ { skipped += $NF }
+       /^ *ok [0-9]+ - .* # SKIP/ {
+         line = $0; sub(/^ *ok [0-9]+ - /, "", line)
+         at = index(line, " # SKIP"); name = substr(line, 1, at - 1); reason = substr(line, at + 7)
+         sub(/^ +/, "", reason); why[++n] = name " — " (reason == "" ? "no reason given" : reason)
+       }
+       /^ *﹣ / {
+         line = $0; sub(/^ *﹣ /, "", line)
+         if (match(line, / \([0-9.]+m?s\)( # |$)/)) {
+           name = substr(line, 1, RSTART - 1); reason = substr(line, RSTART + RLENGTH)
+           if (reason == "SKIP") reason = ""
+         } else { name = line; reason = "" }
+         why[++n] = name " — " (reason == "" ? "no reason given" : reason)
+       }
+       /^device tier: RDMACM_TEST_ONLY=/ { dropped[++d] = $0 }
+       END {
+         printf "tests: %d passed, %d failed, %d cancelled, %d skipped\n", passed, failed, cancelled, skipped
+         for (i = 1; i <= n; i++) printf "  skipped: %s\n", why[i]
+         if (n < skipped) printf "  (%d more skipped without a test line to name them)\n", skipped - n
+         for (i = 1; i <= d; i++) printf "  %s\n", dropped[i]
+       }' "$log"
 }
 
 main() {
@@ -66,6 +90,8 @@ main() {
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+      else
+        echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost) did not run" | tee -a "$log"
       fi
     fi
   fi

@@ -6,7 +6,7 @@
 // the escape hatch: the C functions and layouts as they are.
 export * as raw from './raw.js';
 
-export { getAddrInfo, AddrInfo, type AddrInfoEntry, type AddrInfoHints } from './api/addrinfo.js';
+export { getAddrInfo, getAddrInfoAsync, AddrInfo, type AddrInfoEntry, type AddrInfoHints, type AddrInfoOptions } from './api/addrinfo.js';
 export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
 export {
   createId, eventName, CmId, type MulticastGroup,
@@ -19,6 +19,7 @@ export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-c
 export { ProtectionDomain } from './api/protection-domain.js';
 export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/address-handle.js';
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
+export { forkStatus, enableForkSafety, type ForkStatus } from './api/fork.js';
 export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
 export { SharedReceiveQueue } from './api/shared-receive-queue.js';

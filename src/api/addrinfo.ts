@@ -5,11 +5,12 @@ import koffi from 'koffi';
 import { z } from 'zod';
 import { librdmacm } from '../ffi/librdmacm.js';
 import { RdmaError, checkAddrInfo } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
+import { callAsync, type Pointer } from '../ffi/library.js';
 import { nativeBytes } from '../ffi/native-copy.js';
 import { rdma_addrinfo, type RdmaAddrinfo } from '../structs/rdma-cma.js';
 import { AF_INET, AF_INET6, AF_IB } from '../structs/socket.js';
 import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlagName, type PortSpaceName, type QpTypeName } from './enums.js';
+import { abortError } from './errors.js';
 import { Resource } from './resource.js';
 import { decodeSocketAddress, type AddressFamily, type SocketAddress } from './socket-address.js';
 import { argumentError, cString, parseArgument } from './validate.js';
@@ -36,6 +37,33 @@ const hintsSchema = z.strictObject({
   portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
 });
 export type AddrInfoHints = z.input<typeof hintsSchema>;
+
+/** Options of getAddrInfoAsync. */
+export interface AddrInfoOptions {
+  /** Stops waiting: the promise rejects with an AbortError (code 'ABORT_ERR'). */
+  readonly signal?: AbortSignal | undefined;
+}
+
+const asyncOptionsSchema = z.strictObject({
+  signal: z.instanceof(AbortSignal).optional(),
+}) satisfies z.ZodType<AddrInfoOptions>;
+
+/** Validates the arguments of either form and encodes the hints. */
+function prepare(node: string | null, service: string | null, hints: AddrInfoHints) {
+  const operation = 'rdma_getaddrinfo';
+  const n = parseArgument(operation, 'node', cString.nullable(), node);
+  const s = parseArgument(operation, 'service', cString.nullable(), service);
+  const h = parseArgument(operation, 'hints', hintsSchema, hints);
+  if (n === null && s === null) {
+    throw argumentError(operation, 'node', 'node and service cannot both be null');
+  }
+  const encoded = Buffer.alloc(rdma_addrinfo.size);
+  encoded.writeInt32LE(flagMask(AddrInfoFlag, h.flags), koffi.offsetof(rdma_addrinfo, 'ai_flags'));
+  if (h.family) encoded.writeInt32LE(FAMILY_VALUES[h.family], koffi.offsetof(rdma_addrinfo, 'ai_family'));
+  if (h.qpType) encoded.writeInt32LE(QpType.values[h.qpType], koffi.offsetof(rdma_addrinfo, 'ai_qp_type'));
+  encoded.writeInt32LE(PortSpace.values[h.portSpace], koffi.offsetof(rdma_addrinfo, 'ai_port_space'));
+  return { operation, n, s, encoded };
+}
 
 function decodeAddress(address: Pointer | null, length: number): SocketAddress | undefined {
   if (!address || length === 0) return undefined;
@@ -66,22 +94,54 @@ export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
     this.entries = entries;
   }
 
-  /** rdma_getaddrinfo(node, service, hints). */
+  /**
+   * rdma_getaddrinfo(node, service, hints) on the calling thread: it blocks the
+   * event loop for as long as name resolution takes (DNS included). See
+   * resolveAsync.
+   */
   static resolve(node: string | null, service: string | null, hints: AddrInfoHints = {}): AddrInfo {
-    const operation = 'rdma_getaddrinfo';
-    const n = parseArgument(operation, 'node', cString.nullable(), node);
-    const s = parseArgument(operation, 'service', cString.nullable(), service);
-    const h = parseArgument(operation, 'hints', hintsSchema, hints);
-    if (n === null && s === null) {
-      throw argumentError(operation, 'node', 'node and service cannot both be null');
-    }
-    const encoded = Buffer.alloc(rdma_addrinfo.size);
-    encoded.writeInt32LE(flagMask(AddrInfoFlag, h.flags), koffi.offsetof(rdma_addrinfo, 'ai_flags'));
-    if (h.family) encoded.writeInt32LE(FAMILY_VALUES[h.family], koffi.offsetof(rdma_addrinfo, 'ai_family'));
-    if (h.qpType) encoded.writeInt32LE(QpType.values[h.qpType], koffi.offsetof(rdma_addrinfo, 'ai_qp_type'));
-    encoded.writeInt32LE(PortSpace.values[h.portSpace], koffi.offsetof(rdma_addrinfo, 'ai_port_space'));
+    const { operation, n, s, encoded } = prepare(node, service, hints);
     const slot = Buffer.alloc(8);
     checkAddrInfo(operation, librdmacm.rdma_getaddrinfo(n, s, encoded, slot));
+    return AddrInfo.#fromSlot(operation, slot);
+  }
+
+  /**
+   * rdma_getaddrinfo on a libuv threadpool thread (koffi's async call), so the
+   * event loop runs on while it resolves. Arguments are validated first, as by
+   * resolve(); a bad one rejects before any native call. An aborted `signal`
+   * rejects with an AbortError at once; the native call cannot be stopped, so
+   * it runs to its end, and a list it returns then is freed.
+   */
+  static async resolveAsync(node: string | null, service: string | null, hints: AddrInfoHints = {}, options: AddrInfoOptions = {}): Promise<AddrInfo> {
+    const { operation, n, s, encoded } = prepare(node, service, hints);
+    const { signal } = parseArgument(operation, 'options', asyncOptionsSchema, options);
+    if (signal?.aborted) throw abortError(signal);
+    const slot = Buffer.alloc(8);
+    const call = callAsync(librdmacm.rdma_getaddrinfo, n, s, encoded, slot).then(({ result, errno }) => {
+      checkAddrInfo(operation, result, errno);
+      return AddrInfo.#fromSlot(operation, slot);
+    });
+    if (!signal) return call;
+    let onAbort: (() => void) | undefined;
+    let stopped: Error | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject((stopped = abortError(signal)));
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([call, aborted]);
+    } catch (error) {
+      // The abort came first: what the call still brings is nobody's, so it is freed.
+      if (error === stopped) call.then((late) => late.close(), () => undefined);
+      throw error;
+    } finally {
+      signal.removeEventListener('abort', onAbort!);
+    }
+  }
+
+  /** The list rdma_getaddrinfo stored in `slot`, owned from here on. */
+  static #fromSlot(operation: string, slot: Buffer): AddrInfo {
     const list = slot.readBigUInt64LE(0);
     if (list === 0n) throw new RdmaError(operation, 5 /* EIO */, 'it reported success but returned no list');
     return new AddrInfo(list);
@@ -98,7 +158,24 @@ export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
   }
 }
 
-/** rdma_getaddrinfo: resolves a node and service into RDMA addresses. */
+/**
+ * rdma_getaddrinfo: resolves a node and service into RDMA addresses.
+ *
+ * Synchronous: it blocks the event loop while it resolves, and a host name
+ * may need DNS (seconds, if a server does not answer). Pass a numeric address,
+ * or use getAddrInfoAsync, in a program that must stay responsive.
+ */
 export function getAddrInfo(node: string | null, service: string | null, hints?: AddrInfoHints): AddrInfo {
   return AddrInfo.resolve(node, service, hints);
+}
+
+/**
+ * rdma_getaddrinfo off the event loop: the same arguments, checks, result and
+ * errors as getAddrInfo, as a promise. The call runs on a libuv threadpool
+ * thread (UV_THREADPOOL_SIZE, 4 by default, shared with fs and dns.lookup),
+ * which it holds until resolution ends, whether or not `signal` aborted the
+ * wait.
+ */
+export function getAddrInfoAsync(node: string | null, service: string | null, hints?: AddrInfoHints, options?: AddrInfoOptions): Promise<AddrInfo> {
+  return AddrInfo.resolveAsync(node, service, hints, options);
 }

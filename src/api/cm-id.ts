@@ -302,7 +302,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_resolve_addr';
     this.ensureOpen(operation);
     const dst = parseArgument(operation, 'destination', endpointSchema, destination);
-    const o = issueOptions(operation, resolveSchema, options);
+    const o = this.#issueOptions(operation, resolveSchema, options, 'C timeout');
     const cTimeout = o.timeoutMs ?? 2000;
     const source = o.source ? encodeSocketAddress(o.source.address, o.source.port) : null;
     checkRdma(operation, librdmacm.rdma_resolve_addr(this.handle, source, sockaddrOf(dst), cTimeout));
@@ -313,7 +313,7 @@ export class CmId extends Resource implements EventTarget {
   async resolveRoute(options: WaitOptions = {}): Promise<void> {
     const operation = 'rdma_resolve_route';
     this.ensureOpen(operation);
-    const o = issueOptions(operation, waitSchema, options);
+    const o = this.#issueOptions(operation, waitSchema, options, 'C timeout');
     const cTimeout = o.timeoutMs ?? 2000;
     checkRdma(operation, librdmacm.rdma_resolve_route(this.handle, cTimeout));
     await this.#eventAfter(operation, ['ROUTE_RESOLVED'], o, cTimeout);
@@ -426,7 +426,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_connect';
     this.ensureOpen(operation);
     const encoded = encodeConnParam(operation, param, 'connect', this.#transport());
-    const o = issueOptions(operation, waitSchema, options);
+    const o = this.#issueOptions(operation, waitSchema, options, 'wait only');
     checkRdma(operation, librdmacm.rdma_connect(this.handle, encoded.struct));
     const event = await this.#eventAfter(operation, ['ESTABLISHED'], o, 10_000);
     return { privateData: event?.conn?.privateData ?? event?.ud?.privateData ?? Buffer.alloc(0), conn: event?.conn, ud: event?.ud };
@@ -478,7 +478,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_accept';
     this.ensureOpen(operation);
     const encoded = encodeConnParam(operation, param, 'accept', this.#transport());
-    const o = issueOptions(operation, waitSchema, options);
+    const o = this.#issueOptions(operation, waitSchema, options, 'wait only');
     const expected: CmEventTypeName[] = this.udPortSpace ? [] : ['ESTABLISHED'];
     checkRdma(operation, librdmacm.rdma_accept(this.handle, encoded.struct));
     await this.#eventAfter(operation, expected, o, 10_000);
@@ -523,7 +523,7 @@ export class CmId extends Resource implements EventTarget {
   async disconnect(options: WaitOptions = {}): Promise<void> {
     const operation = 'rdma_disconnect';
     this.ensureOpen(operation);
-    const o = issueOptions(operation, waitSchema, options);
+    const o = this.#issueOptions(operation, waitSchema, options, 'wait only');
     if (this.#disconnected) {
       this.#dropKept('DISCONNECTED');
       librdmacm.rdma_disconnect(this.handle);
@@ -586,7 +586,7 @@ export class CmId extends Resource implements EventTarget {
     const operation = 'rdma_join_multicast';
     this.ensureOpen(operation);
     const g = parseArgument(operation, 'group', z.strictObject({ address: ipAddress }), group);
-    const { sendOnly, ...waiting } = issueOptions(operation, joinSchema, options);
+    const { sendOnly, ...waiting } = this.#issueOptions(operation, joinSchema, options, 'wait only');
     const address = encodeSocketAddress(g.address, 0);
     if (sendOnly) {
       if (!librdmacm.has('rdma_join_multicast_ex')) throw librdmacm.unsupported('rdma_join_multicast_ex', 'a send-only multicast join');
@@ -654,6 +654,28 @@ export class CmId extends Resource implements EventTarget {
   /** rdma_get_recv_comp. */
   getRecvComp(): WorkCompletion {
     return this.#queuePairFor('getRecvComp').getRecvComp();
+  }
+
+  /**
+   * Parses the options of an operation about to be issued (an aborted signal
+   * stops it before the call). On a synchronous id the call blocks inside
+   * librdmacm, where no signal can reach it, and a timeout applies only where
+   * librdmacm takes one (`timeout` 'C timeout': rdma_resolve_addr and
+   * rdma_resolve_route): such options are refused, not ignored.
+   */
+  #issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined; timeoutMs?: number | undefined }>>(
+    operation: string, schema: S, options: unknown, timeout: 'C timeout' | 'wait only',
+  ): z.output<S> {
+    if (!this.#channel) {
+      const parsed = parseArgument(operation, 'options', schema, options);
+      if (parsed.signal !== undefined) {
+        throw argumentError(operation, 'options.signal', 'a synchronous id (created without an event channel) blocks inside librdmacm, where no signal can stop it: create the id on an EventChannel to abort its calls');
+      }
+      if (parsed.timeoutMs !== undefined && timeout === 'wait only') {
+        throw argumentError(operation, 'options.timeoutMs', 'a synchronous id has no event to wait for with a timeout (the call returns when librdmacm does): create the id on an EventChannel for one');
+      }
+    }
+    return issueOptions(operation, schema, options);
   }
 
   #transport(): 'RC' | 'UD' {

@@ -2,7 +2,7 @@
 // (streamed sends with a window), like perftest's ib_send_lat / ib_send_bw.
 // This file is the command: its options, the connection setup (the
 // asynchronous API on the event loop) and the output. The measured loops are
-// in bench-loops.ts.
+// a benchmark, not a command: src/bench/loops.ts (which imports nothing of the CLI).
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
@@ -19,7 +19,7 @@ import {
   DEFAULT_MAX_INLINE, bandwidthClient, bandwidthServer, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
-} from './bench-loops.js';
+} from '../bench/loops.js';
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench, or sockets as rstream does (stream)';
 

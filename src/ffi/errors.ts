@@ -1,7 +1,7 @@
 // Native failures as Node-style system errors, and the two checkers for C's
 // two return conventions.
 import { getSystemErrorMap } from 'node:util';
-import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import koffi from 'koffi';
 import { noDeviceAdvice } from '../package-info.js';
 import { diagnoseRdmaStack, type Diagnosis, type MissingPiece } from './diagnosis.js';
@@ -20,13 +20,37 @@ export function errnoMessage(errno: number): string {
   return systemErrors.get(-errno)?.[1] ?? `unknown error ${errno}`;
 }
 
-function memlockLimit(): string {
+/** A limit in /proc/self/limits ('65536', 'unlimited') as people say it: '64 KiB', 'unlimited'. */
+function limitText(value: string): string {
+  return /^\d+$/.test(value) ? `${Number(value) / 1024} KiB` : value;
+}
+
+/**
+ * This process's RLIMIT_MEMLOCK, soft and hard, as /proc/self/limits gives it
+ * (what a child shell's `ulimit -l` would show, without starting one).
+ */
+export function memlockLimits(limits?: string): { soft: string; hard: string } | undefined {
   try {
-    const limit = execFileSync('sh', ['-c', 'ulimit -l'], { encoding: 'utf8' }).trim();
-    return /^\d+$/.test(limit) ? `${limit} KiB` : limit;
+    const line = /^Max locked memory\s+(\S+)\s+(\S+)/m.exec(limits ?? readFileSync('/proc/self/limits', 'utf8'));
+    return line ? { soft: limitText(line[1]!), hard: limitText(line[2]!) } : undefined;
   } catch {
-    return 'unknown';
+    return undefined;
   }
+}
+
+/**
+ * What to do when registration runs out of locked memory. The kernel pins
+ * registered pages and counts them against RLIMIT_MEMLOCK unless the process
+ * has CAP_IPC_LOCK: past the limit ibv_reg_mr fails with ENOMEM, and with a
+ * limit of 0 some kernels refuse it with EPERM.
+ */
+export function memlockAdvice(limits: { soft: string; hard: string } | undefined): string {
+  const now = limits ? `this process may lock ${limits.soft} (hard limit ${limits.hard})` : 'the limit could not be read';
+  return (
+    `memory registration pins memory, counted against RLIMIT_MEMLOCK, and ${now}; raise the limit for the process that runs node: ` +
+    '`ulimit -l unlimited` in its shell (above the hard limit: root, or `* - memlock unlimited` in /etc/security/limits.conf), ' +
+    '`LimitMEMLOCK=infinity` in its systemd unit, `docker run --ulimit memlock=-1` for a container'
+  );
 }
 
 /** Codes a call returns when a piece of the RDMA stack is missing (ENOENT: no /dev/infiniband/rdma_cm to open). */
@@ -43,15 +67,16 @@ function missingPieceFor(code: string, syscall: string): Diagnosis | undefined {
   return couldBe ? diagnoseRdmaStack() : undefined;
 }
 
+/** The calls that register memory. */
+const REGISTRATION = /reg_mr|reg_msgs|reg_read|reg_write/;
+
 /** A hint that says what to do about the common failures. */
 function hintFor(code: string, syscall: string, diagnosis: Diagnosis | undefined): string | undefined {
   if (code === 'ENOSYS' && diagnosis?.missing === 'rdma-device') {
     return `the kernel has no RDMA support (ib_uverbs is not loaded): ${noDeviceAdvice()}`;
   }
   if (diagnosis) return diagnosis.advice;
-  if (code === 'ENOMEM' && /reg_mr|reg_msgs|reg_read|reg_write/.test(syscall)) {
-    return `memory registration needs locked memory: check RLIMIT_MEMLOCK (ulimit -l: ${memlockLimit()}); raise it, e.g. ulimit -l unlimited`;
-  }
+  if ((code === 'ENOMEM' || code === 'EPERM') && REGISTRATION.test(syscall)) return memlockAdvice(memlockLimits());
   if (code === 'EADDRNOTAVAIL') {
     return 'no RDMA device owns that address; bind to an address of an RDMA-capable interface';
   }
@@ -165,10 +190,11 @@ const addrInfoErrors: Record<number, [code: string, text: string]> = {
 /**
  * rdma_getaddrinfo: 0 on success, -1 with errno set, or getaddrinfo's own
  * negative EAI_* code (a name that does not resolve is EAI_NONAME, not -1).
+ * `errno` is the one the call left, when it ran on another thread (callAsync).
  */
-export function checkAddrInfo(syscall: string, result: number): void {
+export function checkAddrInfo(syscall: string, result: number, errno?: number): void {
   if (result === 0) return;
-  if (result === -1 || result === EAI_SYSTEM) throw new RdmaError(syscall, koffi.errno() || 5);
+  if (result === -1 || result === EAI_SYSTEM) throw new RdmaError(syscall, (errno ?? koffi.errno()) || 5);
   const [code, text] = addrInfoErrors[result] ?? [`EAI_${-result}`, `getaddrinfo error ${result}`];
   throw new RdmaError(syscall, result, undefined, { code, text });
 }

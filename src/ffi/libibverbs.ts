@@ -54,10 +54,12 @@ export const libibverbsFunctions = {
   ibv_event_type_str: fn('const char *', ['enum ibv_event_type event']),
   // process
   ibv_fork_init: fn('int', []),
+  /** enum ibv_fork_status: 0 DISABLED, 1 ENABLED, 2 UNNEEDED (the kernel copies pinned pages at fork, 5.13+). */
+  ibv_is_fork_initialized: fn('int', [], 'IBVERBS_1.13'),
 } as const satisfies Record<string, FunctionSpec>;
 
 /** The first rdma-core release of each symbol version `since` names (libibverbs/libibverbs.map.in's history). */
-export const libibverbsReleases = { 'IBVERBS_1.11': '32' } as const;
+export const libibverbsReleases = { 'IBVERBS_1.11': '32', 'IBVERBS_1.13': '35' } as const;
 
 export const libibverbs = defineLibrary(
   { name: 'libibverbs', sonames: ['libibverbs.so.1'], envOverride: 'RDMACM_LIBIBVERBS', releases: libibverbsReleases },

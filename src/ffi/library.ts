@@ -187,9 +187,11 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
       return lib.func(name, koffiType(spec.result), spec.params.map((p) => koffiType(paramCType(p))));
     } catch (error) {
       if (spec.since === undefined) throw error;
-      return () => {
+      // Called either way (plain or through callAsync's `.async`), it throws the UnsupportedError.
+      const stub = () => {
         throw unsupported(name);
       };
+      return Object.assign(stub, { async: stub });
     }
   };
 
@@ -215,9 +217,10 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
         fn = bind(name, spec);
       } catch (error) {
         if (error instanceof LibraryLoadError) throw error;
-        fn = () => {
+        const stub = () => {
           throw error;
         };
+        fn = Object.assign(stub, { async: stub });
       }
       Object.defineProperty(bound, name, { value: fn, enumerable: true });
     }
@@ -256,4 +259,41 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
   Object.defineProperty(bound, 'release', { get: installedRelease });
   Object.defineProperty(bound, 'unsupported', { value: unsupported });
   return bound as BoundLibrary<T>;
+}
+
+/** What a native call made on a worker thread returned, with the errno it left there. */
+export interface AsyncOutcome<R> {
+  readonly result: R;
+  /** The worker thread's errno after the call (koffi restores it for the callback, where it is read). */
+  readonly errno: number;
+}
+
+type KoffiAsync = (...args: unknown[]) => void;
+
+/**
+ * Calls a bound function on one of libuv's threadpool threads (koffi's
+ * `fn.async`), so a call that blocks (DNS in rdma_getaddrinfo) leaves the
+ * event loop running. The arguments must stay valid until the promise settles:
+ * it holds them. koffi's refusal to queue the call (too many in flight)
+ * rejects with koffi's error; a function the installed library lacks, with
+ * its UnsupportedError.
+ */
+export function callAsync<A extends unknown[], R>(fn: (...args: A) => R, ...args: A): Promise<AsyncOutcome<R>> {
+  return new Promise((resolve, reject) => {
+    const call = (fn as unknown as { async?: KoffiAsync }).async;
+    if (typeof call !== 'function') {
+      reject(new TypeError(`${fn.name || 'this function'} has no asynchronous form`));
+      return;
+    }
+    const held = args;
+    try {
+      call(...args, (error: unknown, result: R) => {
+        void held;
+        if (error) reject(error);
+        else resolve({ result, errno: koffi.errno() });
+      });
+    } catch (error) {
+      reject(error);
+    }
+  });
 }

@@ -4,7 +4,7 @@
 import { after } from 'node:test';
 import { hasDevice } from '../support/device.js';
 
-const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'load', 'faults', 'smoke', 'net', 'net-interop', 'net-ecosystem', 'net-scale', 'net-cli'];
+const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'load', 'faults', 'smoke', 'net', 'net-interop', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');
@@ -16,7 +16,18 @@ if (!hasDevice()) {
 // when the loop empties (a CI run lost 17 tests that way to one).
 const holdLoop = setInterval(() => undefined, 60_000);
 
-const only = process.env.RDMACM_TEST_ONLY?.split(',');
+// A filter says what it left out (scripts/test.sh repeats the line under its
+// closing count), and a name that is not a file is an error, not an empty run.
+const only = process.env.RDMACM_TEST_ONLY?.split(',').map((name) => name.trim()).filter((name) => name !== '');
+if (only) {
+  const unknown = only.filter((name) => !files.includes(name));
+  if (unknown.length > 0) {
+    console.error(`device tier: RDMACM_TEST_ONLY names no test file: ${unknown.join(', ')} (the files: ${files.join(', ')})`);
+    process.exit(1);
+  }
+  const dropped = files.filter((file) => !only.includes(file));
+  console.log(`device tier: RDMACM_TEST_ONLY=${only.join(',')}: not run (${dropped.length} of ${files.length} files): ${dropped.join(', ') || 'none'}`);
+}
 for (const file of files) {
   if (!only || only.includes(file)) await import(`./${file}.test.js`);
 }

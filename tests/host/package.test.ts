@@ -68,6 +68,7 @@ test('npm pack builds from an empty dist/ and ships only what users need', { tim
   assert.ok(files.includes('dist/src/index.js'), 'the tarball carries the built JS');
   assert.ok(files.includes('dist/src/index.d.ts'), 'the tarball carries the type declarations');
   assert.ok(files.includes('dist/src/cli/main.js'), 'the tarball carries the CLI');
+  assert.ok(files.includes('dist/src/bench/loops.js'), 'the tarball carries the loops `rdmacm bench` runs (src/bench)');
   assert.ok(!files.includes('dist/src/removed-module.js'), 'prepack builds from an empty dist/');
   assert.ok(files.includes('dist/src/net/index.js') && files.includes('dist/src/net/index.d.ts'), 'the tarball carries rdmacm/net');
   assert.ok(files.includes('bin/rdmacm'));
@@ -95,6 +96,8 @@ test('the tarball installs and imports with no compiler on PATH', { timeout: 300
   assert.match(net.trim(), /(^|,)RdmaServer,RdmaSocket,connect,createConnection,createServer(,|$)/);
   const version = execFileSync(join(app, 'node_modules/.bin/rdmacm'), ['--version'], { cwd: app, env, encoding: 'utf8' });
   assert.match(version, /^rdmacm \d+\.\d+\.\d+/);
+  const benchHelp = execFileSync(join(app, 'node_modules/.bin/rdmacm'), ['bench', '--help'], { cwd: app, env, encoding: 'utf8' });
+  assert.match(benchHelp, /^Usage: rdmacm bench lat\|bw /, 'rdmacm bench runs from the tarball (its loops in dist/src/bench)');
   installedCli = join(app, 'node_modules/.bin/rdmacm');
 
   // The published declarations type-check on their own, from a consumer's side.

@@ -40,7 +40,7 @@ test('src imports Buffer, performance and process from node: modules instead of 
 });
 
 // ---------------------------------------------------------------- layering
-// c-library.ts ← src/structs ← src/ffi ← src/api ← src/net ← (index.ts, raw.ts) ← src/cli:
+// c-library.ts ← src/structs ← src/ffi ← src/api ← src/net ← (index.ts, raw.ts) ← src/bench ← src/cli:
 // a module imports from its own layer and the ones below, never above, type
 // imports included (a layout is plain data and knows nothing of the FFI; the
 // C library the process runs on, which sizes musl's pthread_mutex_t, sits below).
@@ -62,7 +62,7 @@ function importsOf(file: string): string[] {
 const sourceFiles = readdirSync(srcRoot, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts')).map((f) => f.split(sep).join('/'));
 const importGraph = new Map(sourceFiles.map((file) => [file, importsOf(file)]));
 
-const LAYERS = ['platform', 'structs', 'ffi', 'api', 'net', 'entry', 'cli'] as const;
+const LAYERS = ['platform', 'structs', 'ffi', 'api', 'net', 'entry', 'bench', 'cli'] as const;
 /** A module's layer: its folder, 'platform' for c-library.ts, or 'entry' for the package's entry points. */
 function layerOf(file: string): number | 'leaf' {
   if (file === 'package-info.ts') return 'leaf';
@@ -133,15 +133,16 @@ test('the import graph of src was read: every relative import resolves to a sour
   assert.deepEqual(unresolved, []);
 });
 
-test('src imports run one way: c-library ← structs ← ffi ← api ← net ← index/raw ← cli (type imports too)', () => {
+test('src imports run one way: c-library ← structs ← ffi ← api ← net ← index/raw ← bench ← cli (type imports too)', () => {
   assert.deepEqual(layeringViolations(importGraph), []);
   // The checker itself: a layout that imports a type from the FFI layer, an API module that imports the CLI.
   assert.deepEqual(
     layeringViolations(new Map([
       ['structs/verbs-work.ts', ['ffi/library.ts', 'c-library.ts']], ['api/cm-id.ts', ['cli/main.ts', 'structs/pointer.ts']],
       ['package-info.ts', ['api/errors.ts']], ['c-library.ts', ['structs/pointer.ts']],
+      ['bench/loops.ts', ['cli/arguments.ts', 'api/cm-id.ts']], ['cli/bench.ts', ['bench/loops.ts']],
     ])),
-    ['structs/verbs-work.ts → ffi/library.ts', 'api/cm-id.ts → cli/main.ts', 'package-info.ts → api/errors.ts', 'c-library.ts → structs/pointer.ts'],
+    ['structs/verbs-work.ts → ffi/library.ts', 'api/cm-id.ts → cli/main.ts', 'package-info.ts → api/errors.ts', 'c-library.ts → structs/pointer.ts', 'bench/loops.ts → cli/arguments.ts'],
   );
 });
 

@@ -15,7 +15,7 @@ import {
   ConnectionError, EventChannel, MemoryRegion, PRIVATE_DATA_LIMITS, RdmaArgumentError, RdmaError, ResourceClosedError,
   UnsupportedError, WorkCompletionError, connParamSchema, createEndpoint, createId, getAddrInfo, type WorkCompletion,
 } from '../../src/index.js';
-import { RdmaError as FfiRdmaError } from '../../src/ffi/errors.js';
+import { RdmaError as FfiRdmaError, memlockAdvice, memlockLimits } from '../../src/ffi/errors.js';
 import { abortError } from '../../src/api/errors.js';
 import { assertAbortedWith } from '../support/errors.js';
 import { encodeConnParam, type ConnParam } from '../../src/api/conn-param.js';
@@ -446,8 +446,18 @@ test('Access: flagMask and flagNames round-trip every combination', () => {
 });
 
 // ---------------------------------------------------------------- error classes
+/** `ulimit -l` of a shell this process starts, as the hint words it: '8192 KiB', 'unlimited'. */
 function currentMemlock(): string {
-  return execFileSync('sh', ['-c', 'ulimit -l'], { encoding: 'utf8' }).trim();
+  const limit = execFileSync('sh', ['-c', 'ulimit -l'], { encoding: 'utf8' }).trim();
+  return /^\d+$/.test(limit) ? `${limit} KiB` : limit;
+}
+
+/** The three ways to raise the limit the memlock hint must name. */
+function assertMemlockAdvice(text: string | undefined): void {
+  assert.ok(text, 'a hint');
+  for (const way of ['RLIMIT_MEMLOCK', 'ulimit -l unlimited', 'LimitMEMLOCK=infinity', 'docker run --ulimit memlock=-1']) {
+    assert.ok(text.includes(way), `the hint names ${way}: ${text}`);
+  }
 }
 
 function completion(status: WorkCompletion['status']): WorkCompletion {
@@ -479,9 +489,24 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
       assert.ok(error instanceof RdmaError);
       assert.equal(error.code, 'ENOMEM');
       assert.equal(error.syscall, 'ibv_reg_mr');
-      assert.match(error.message, /RLIMIT_MEMLOCK/);
-      assert.ok(error.message.includes(`ulimit -l: ${currentMemlock()}`), error.message);
+      assertMemlockAdvice((error as RdmaError).hint);
+      assert.ok(error.message.includes(`this process may lock ${currentMemlock()}`), error.message);
     },
+  },
+  {
+    name: "RdmaError('ibv_reg_mr', EPERM): a limit of 0 gets the memlock hint, not the device-permission one",
+    make: () => new RdmaError('ibv_reg_mr', 1),
+    check: (error) => {
+      assert.ok(error instanceof RdmaError);
+      assert.equal(error.code, 'EPERM');
+      assertMemlockAdvice(error.hint);
+      assert.doesNotMatch(error.message, /dev\/infiniband/);
+    },
+  },
+  {
+    name: "RdmaError('rdma_reg_msgs', ENOMEM): the memlock hint for librdmacm's registration too",
+    make: () => new RdmaError('rdma_reg_msgs', 12),
+    check: (error) => assertMemlockAdvice((error as RdmaError).hint),
   },
   {
     name: "RdmaError('ibv_create_cq', ENOMEM): no memlock hint outside registration",
@@ -795,4 +820,15 @@ test('registrableBytes accepts Buffers, Uint8Arrays and views of a fixed SharedA
   for (const view of [Buffer.alloc(64), Buffer.from('pooled'), new Uint8Array(8), new Uint8Array(new SharedArrayBuffer(64), 8, 8)]) {
     assert.equal(parseArgument('ProtectionDomain.register', 'buffer', registrableBytes, view), view);
   }
+});
+
+test('memlockLimits reads /proc/self/limits in KiB; memlockAdvice says what the limit is', () => {
+  const limits = [
+    'Limit                     Soft Limit           Hard Limit           Units     ',
+    'Max locked memory         65536                unlimited            bytes     ',
+  ].join('\n');
+  assert.deepEqual(memlockLimits(limits), { soft: '64 KiB', hard: 'unlimited' });
+  assert.equal(memlockLimits('no such line'), undefined);
+  assert.ok(memlockAdvice({ soft: '64 KiB', hard: '64 KiB' }).includes('this process may lock 64 KiB (hard limit 64 KiB)'));
+  assert.ok(memlockAdvice(undefined).includes('the limit could not be read'));
 });

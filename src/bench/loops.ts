@@ -1,7 +1,9 @@
 // What `rdmacm bench` runs on a connection: its resources (a Link), the
 // measured loops, synchronous busy-polls over prepared work requests and
 // cq.poll() (with --events, awaits of cq.next()) that allocate nothing per
-// iteration, and the figures they report.
+// iteration, and the figures they report. A benchmark, not a command: the
+// CLI's bench.ts imports it, and it imports only the safe API (src/bench sits
+// between the entry points and src/cli in the layering).
 import { performance } from 'node:perf_hooks';
 import { writeSync } from 'node:fs';
 import type { CmId } from '../api/cm-id.js';
