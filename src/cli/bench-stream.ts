@@ -10,7 +10,7 @@ import { parseCommandArgs, usageError } from './arguments.js';
 import { listDevices, noDeviceFoundReason } from '../api/devices.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
 import { streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
-import { TimerProbe, timerLine } from './timer-probe.js';
+import { TimerProbe, timerLine } from '../bench/timer-probe.js';
 
 export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--timer] [--json] SERVER_ADDR
        rdmacm bench stream -l [options] [BIND_ADDR]

@@ -13,7 +13,7 @@ import { createId, type CmId } from '../api/cm-id.js';
 import { ConnectionError } from '../api/cm-event.js';
 import { EventChannel } from '../api/event-channel.js';
 import { COMPLETION_MODES, type CompletionMode } from '../api/completion-queue.js';
-import { TimerProbe, timerLine, type TimerLateness } from './timer-probe.js';
+import { TimerProbe, timerLine, type TimerLateness } from '../bench/timer-probe.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
   DEFAULT_MAX_INLINE, bandwidthClient, bandwidthServer, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
