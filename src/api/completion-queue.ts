@@ -10,6 +10,7 @@
 //   'busy-poll' never sleeps. Every mode hands the loop back at least once per
 //   time slice, so timers and other I/O run however fast completions come.
 import { Buffer } from 'node:buffer';
+import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { libibverbs } from '../ffi/libibverbs.js';
 import { RdmaError, checkPointer, checkVerbs, pollFailed } from '../ffi/errors.js';

@@ -56,7 +56,8 @@ function parseFigures(result: Run, who: string): Record<string, number | string>
   const lines = result.stdout.trim().split('\n');
   assert.equal(lines.length, 1, `${who} printed one line: ${result.stdout}`);
   const figures = JSON.parse(lines[0]!) as Record<string, number | string>;
-  assert.deepEqual(Object.keys(figures), FIGURES);
+  const timer = 'timer_ticks' in figures ? ['timer_ticks', 'timer_p50_ms', 'timer_p99_ms', 'timer_max_ms'] : [];
+  assert.deepEqual(Object.keys(figures), [...FIGURES, ...timer]);
   return figures;
 }
 
@@ -64,7 +65,7 @@ test('rdmacm bench stream --help prints its usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['-l', '--help']]) {
     const result = rdmacm(...args);
     assert.equal(result.status, 0, result.stderr);
-    assert.match(result.stdout, /^Usage: rdmacm bench stream \[-S SIZE\] \[-C COUNT\] \[-I ITERS\] \[-w ITERS\] \[-p PORT\] \[-B BYTES\] \[-V\] \[--tcp\] \[--json\] SERVER_ADDR\n {7}rdmacm bench stream -l /);
+    assert.match(result.stdout, /^Usage: rdmacm bench stream \[-S SIZE\] \[-C COUNT\] \[-I ITERS\] \[-w ITERS\] \[-p PORT\] \[-B BYTES\] \[-V\] \[--tcp\] \[--timer\] \[--json\] SERVER_ADDR\n {7}rdmacm bench stream -l /);
     assert.equal(result.stderr, '');
   }
 });
@@ -109,8 +110,13 @@ test('--tcp: a server and a client run a verified ping-pong and agree on the fig
   const port = String(await freePort());
   const plan = ['-S', '100', '-C', '1', '-I', '50', '-w', '5', '-V', '--json', '--tcp', '-p', port];
   const server = run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '-l', '127.0.0.1', ...plan]);
-  const client = parseFigures(await run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '127.0.0.1', ...plan]), 'client');
+  const client = parseFigures(await run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '127.0.0.1', ...plan, '--timer']), 'client');
   const served = parseFigures(await server, 'server');
+  // --timer: a 1 ms timer ran beside the client's exchange, and its lateness is reported.
+  const { timer_ticks: ticks, timer_p50_ms: p50Late, timer_p99_ms: p99Late, timer_max_ms: maxLate } = client as Record<string, number>;
+  assert.ok(Number.isInteger(ticks) && ticks >= 1, `timer ticks ${ticks}`);
+  assert.ok(p50Late >= 0 && p50Late <= p99Late && p99Late <= maxLate, `lateness ${p50Late} ${p99Late} ${maxLate}`);
+  assert.equal(served.timer_ticks, undefined, 'the server ran no timer');
   for (const [figures, role] of [[client, 'client'], [served, 'server']] as const) {
     assert.equal(figures.transport, 'tcp');
     assert.equal(figures.role, role);

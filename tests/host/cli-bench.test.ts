@@ -18,7 +18,7 @@ test('rdmacm bench --help prints the usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['lat', '--help']]) {
     const result = rdmacm('bench', ...args);
     assert.equal(result.status, 0, `stderr: ${result.stderr} (a stale dist/? run npm run build)`);
-    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-I BYTES\] \[-e\] \[--json\] \[SERVER_ADDR\]\n {7}rdmacm bench stream /);
+    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-I BYTES\] \[-e \| --wait MODE\] \[--timer\] \[--json\] \[SERVER_ADDR\]\n {7}rdmacm bench stream /);
     assert.equal(result.stderr, '');
   }
 });
@@ -44,7 +44,10 @@ test('a bad option or argument exits 1 with one line and the usage', () => {
     [['lat', '-D', '-1'], /^rdmacm bench: /],
     [['lat', '10.0.0.1', 'extra'], /^rdmacm bench: unexpected argument 'extra'$/],
     [['lat', 'not-an-address'], /^rdmacm bench: SERVER_ADDR must be an IP address/],
-    [['bw', '--events'], /^rdmacm bench: --events is for lat$/],
+    [['bw', '--events'], /^rdmacm bench: -e and --wait are for lat$/],
+    [['lat', '--wait', 'spin'], /^rdmacm bench: --wait takes adaptive, events, busy-poll \(got 'spin'\)$/],
+    [['lat', '-e', '--wait', 'events'], /^rdmacm bench: -e is --wait events: give one of them$/],
+    [['lat', '--timer'], /^rdmacm bench: --timer needs the event loop: give -e or --wait$/],
   ];
   for (const [args, first] of cases) {
     const result = rdmacm('bench', ...args);
