@@ -65,6 +65,26 @@ export interface CompletionListener {
   onCompletionError(error: unknown): void;
 }
 
+// One time slice for all the queues of a thread: a chain of completions that
+// hops from queue to queue (a server's many connections, a ping-pong whose
+// completions are ready at once on loopback) never lets the loop turn either,
+// so what bounds it is the thread's, not a queue's.
+/** When this thread's queues began serving in this turn of the event loop (performance.now()). */
+let turnStart = 0;
+/** Whether a turn is open: cleared in the check phase of the turn that opened it. */
+let inTurn = false;
+const endTurn = (): void => {
+  inTurn = false;
+};
+
+/** Opens this turn's time slice unless one is open: every queue served until the loop turns counts against it. */
+function beginTurn(): void {
+  if (inTurn) return;
+  inTurn = true;
+  turnStart = performance.now();
+  setImmediate(endTurn);
+}
+
 interface Waiter {
   resolve(completion: WorkCompletion): void;
   reject(error: unknown): void;
@@ -79,15 +99,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #spinUntil = Number.NEGATIVE_INFINITY;
   /** A poll is scheduled with setImmediate (a spin round or a slice's end). */
   #pollScheduled = false;
-  /** When the event loop last handed this queue control: a time slice counts from here. */
-  #sliceStart = 0;
   /** The scheduled poll, made once: nothing is allocated per round. */
   readonly #scheduledPoll = (): void => this.#pollAgain();
-  /** next() has served in this turn of the loop (cleared in its check phase). */
-  #inTurn = false;
-  readonly #turnEnded = (): void => {
-    this.#inTurn = false;
-  };
   readonly #ops: ContextOps;
   /** cq->channel, read when first needed (0n: the queue has none). */
   #channel: Pointer | undefined;
@@ -159,7 +172,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /**
    * The longest time, in ms, completions are served before the event loop gets
    * a turn (a number, 0.05–1000): bounds how late a timer can be made by a
-   * stream of completions, in every mode.
+   * stream of completions, in every mode. The slice is counted for all of the
+   * thread's queues together; this queue yields once it is spent.
    * @defaultValue 1
    */
   get timeSliceMs(): number {
@@ -312,7 +326,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const watcher = this.#eventWatcher();
     watcher.setRef(options.keepAlive !== false);
     watcher.setInterest(true);
-    this.#sliceStart = performance.now();
+    beginTurn();
     this.#serveListener();
   }
 
@@ -366,7 +380,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       } else if (this.#waiters.length === 1 && !this.#pollScheduled) {
         // A chain of waits that each find a completion at once never returns
         // to the loop: its first wait of a turn starts the slice that bounds it.
-        if (!this.#inTurn) this.#startTurn();
+        if (!inTurn) beginTurn();
         else if (this.#sliceSpent()) return this.#schedulePoll();
         this.#serve();
       }
@@ -453,10 +467,12 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#eventServed();
   }
 
-  /** After an event: serve whoever waits, with a fresh time slice. */
+  /** After an event: serve whoever waits, in this turn's time slice. */
   #eventServed(): void {
     if (this.closed) return;
-    this.#sliceStart = performance.now();
+    beginTurn();
+    // Many queues' wake-ups can come in one turn: past the slice, the rest wait for the check phase (or the next turn).
+    if (this.#sliceSpent()) return this.#schedulePoll();
     if (this.#listener) this.#serveListener();
     else this.#serve();
   }
@@ -481,18 +497,12 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return now < this.#spinUntil;
   }
 
-  #startTurn(): void {
-    this.#inTurn = true;
-    this.#sliceStart = performance.now();
-    setImmediate(this.#turnEnded);
-  }
-
-  /** Whether completions have been served for a whole time slice since the event loop last had a turn. */
+  /** Whether this thread's queues have served completions for a whole time slice since the event loop last had a turn. */
   #sliceSpent(): boolean {
-    return performance.now() - this.#sliceStart >= this.#timeSliceMs;
+    return performance.now() - turnStart >= this.#timeSliceMs;
   }
 
-  /** Polls again in the loop's check phase, after timers and I/O have had their turn. */
+  /** Polls again in the loop's check phase (the next turn's, when called there), after timers and I/O. */
   #schedulePoll(): void {
     if (this.#pollScheduled) return;
     this.#pollScheduled = true;
@@ -502,7 +512,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #pollAgain(): void {
     this.#pollScheduled = false;
     if (this.closed) return;
-    this.#sliceStart = performance.now();
+    beginTurn();
     if (this.#listener) this.#serveListener();
     else if (this.#mode === 'busy-poll') {
       if (!this.#spinning && this.#waiters.length > 0) void this.#spin();
@@ -520,7 +530,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         if (this.#mode !== 'busy-poll') return this.#serve();
         if (this.#sliceSpent()) {
           await new Promise<void>((resolve) => setImmediate(resolve));
-          this.#sliceStart = performance.now();
+          beginTurn();
           continue;
         }
         const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
