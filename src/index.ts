@@ -12,17 +12,18 @@ export {
   createId, eventName, CmId, type MulticastGroup,
   type ConnectionEvent, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type QpAttr, type ResolveAddrOptions, type WaitOptions,
 } from './api/cm-id.js';
-export { EventChannel } from './api/event-channel.js';
+export { EventChannel, type ChannelEvent } from './api/event-channel.js';
 export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn-param.js';
 export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
 export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-context.js';
 export { ProtectionDomain } from './api/protection-domain.js';
+export type { Resource } from './api/resource.js';
 export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/address-handle.js';
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
 export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
 export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
 export { SharedReceiveQueue } from './api/shared-receive-queue.js';
-export { CompletionQueue, type CompletionMode } from './api/completion-queue.js';
+export { CompletionQueue, type CompletionMode, type CompletionListener } from './api/completion-queue.js';
 export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
   type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,
@@ -30,7 +31,8 @@ export {
 export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
 export {
   listDevices, rdmaGetDevices, noDeviceFoundReason,
-  type DeviceInfo, type UnavailableDevice, type DeviceError, type PortInfo, type GidInfo,
+  type DeviceInfo, type DeviceInfoLimits, type UnavailableDevice, type DeviceError, type PortInfo, type GidInfo,
+  type AtomicCapability, type GidType, type LinkLayer, type NodeType, type PhysicalPortState, type PortState, type Transport, type Unknown,
 } from './api/devices.js';
 export { type SocketAddress, type AddressFamily } from './api/socket-address.js';
 export {

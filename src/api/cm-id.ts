@@ -21,7 +21,9 @@ import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-par
 import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
 import { abortError, ResourceClosedError } from './errors.js';
-import { EventChannel, type EventTarget } from './event-channel.js';
+import {
+  EventChannel, attachTarget, detachTarget, expireWaiters, failPending, keepEvent, offerEvent, setRequestAdopter, type EventTarget,
+} from './event-channel.js';
 import { Waiter } from './event-waiter.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
@@ -39,14 +41,6 @@ import type { WorkCompletion } from './work-completion.js';
 
 /** A connection-manager event with this API's id objects. */
 export type ConnectionEvent = CmEvent<CmId>;
-
-// The ids a channel's events carry are CmIds. Declared here, by merging into
-// event-channel.ts's ChannelEventIds: that module cannot import this one, which imports it.
-declare module './event-channel.js' {
-  interface ChannelEventIds {
-    readonly id: CmId;
-  }
-}
 
 const ID = {
   verbs: koffi.offsetof(rdma_cm_id, 'verbs'),
@@ -151,7 +145,7 @@ function sockaddrOf(endpoint: z.output<typeof endpointSchema>): Buffer {
 /** Events that end a pending operation even though it did not wait for them. */
 const ENDING_EVENTS = new Set<string>([...Object.keys(ERROR_EVENTS), 'DISCONNECTED']);
 
-export class CmId extends Resource implements EventTarget {
+export class CmId extends Resource {
   /** The JavaScript value given at creation (rdma_cm_id->context's role). */
   readonly context: unknown;
   readonly portSpace: PortSpaceName;
@@ -197,7 +191,7 @@ export class CmId extends Resource implements EventTarget {
     this.#endpoint = options.endpoint;
     this.request = options.request;
     this.#protectionDomain = options.pd;
-    channel?.attach(handle, this);
+    channel?.[attachTarget](handle, this);
     // Only rdma_create_ep and rdma_get_request on its listener make an id with a QP.
     if (options.endpoint && readPointer(handle, ID.qp) !== 0n) this.#adoptQueuePair(options.pd, options.granted);
   }
@@ -557,9 +551,9 @@ export class CmId extends Resource implements EventTarget {
     const busy = this.#waiters.map((w) => w.operation);
     if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
     checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
-    this.#channel?.detach(this.handle);
+    this.#channel?.[detachTarget](this.handle);
     this.#channel = channel;
-    channel?.attach(this.handle, this);
+    channel?.[attachTarget](this.handle, this);
     this.reparent(channel ?? undefined);
   }
 
@@ -704,7 +698,7 @@ export class CmId extends Resource implements EventTarget {
    * @internal Called by the channel: every waiter expecting the event gets it;
    * an ending event (an error, DISCONNECTED) rejects the others. True if anyone took it.
    */
-  offerEvent(event: CmEvent<EventTarget>): boolean {
+  [offerEvent](event: CmEvent<EventTarget>): boolean {
     const typed = event as ConnectionEvent;
     if (typed.type === 'DISCONNECTED') this.#disconnected = true;
     let taken = false;
@@ -730,7 +724,7 @@ export class CmId extends Resource implements EventTarget {
   }
 
   /** @internal Called by the channel's deadline timer. */
-  expireWaiters(now: number): number {
+  [expireWaiters](now: number): number {
     let next = Infinity;
     for (const waiter of [...this.#waiters]) {
       if (waiter.deadline <= now) waiter.expire();
@@ -740,12 +734,12 @@ export class CmId extends Resource implements EventTarget {
   }
 
   /** @internal Called by the channel when it can no longer read events. */
-  failPending(error: unknown): void {
+  [failPending](error: unknown): void {
     for (const waiter of [...this.#waiters]) waiter.reject(error);
   }
 
   /** @internal Called by the channel: an event nobody waited for. */
-  keepEvent(event: CmEvent<EventTarget>): void {
+  [keepEvent](event: CmEvent<EventTarget>): void {
     this.#inbox.push(event as ConnectionEvent);
   }
 
@@ -756,7 +750,7 @@ export class CmId extends Resource implements EventTarget {
 
   protected release(): void {
     for (const waiter of [...this.#waiters]) waiter.reject(new ResourceClosedError(this.kind, waiter.operation));
-    this.#channel?.detach(this.handle);
+    this.#channel?.[detachTarget](this.handle);
     this.#inbox = [];
     if (this.#endpoint) librdmacm.rdma_destroy_ep(this.handle);
     else checkRdma('rdma_destroy_id', librdmacm.rdma_destroy_id(this.handle));
@@ -764,8 +758,8 @@ export class CmId extends Resource implements EventTarget {
 }
 
 // Connection requests arriving on a channel become ids of the listener's kind.
-EventChannel.adoptRequest = (channel, handle, listener, request) =>
-  new CmId(internal, handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request });
+setRequestAdopter((channel, handle, listener, request) =>
+  new CmId(internal, handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request }));
 
 function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema>, limits: DeviceLimits): void {
   const { maxQpWr, maxSge } = limits;

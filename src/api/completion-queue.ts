@@ -88,7 +88,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /**
-   * ibv_create_cq (with a new completion channel unless `withChannel` is false)
+   * @internal ibv_create_cq (with a new completion channel unless `withChannel` is false)
    * on an open device context; see DeviceContext.createCq.
    */
   static create(key: Internal, device: Resource, context: Pointer, entries: number, withChannel: boolean, compVector: number): CompletionQueue {
@@ -107,7 +107,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /**
-   * Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp).
+   * @internal Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp).
    * `ops` are its device context's, which its queue pair shares.
    */
   static borrow(key: Internal, handle: Pointer, owner: Resource, ops: ContextOps): CompletionQueue {

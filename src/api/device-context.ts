@@ -92,7 +92,7 @@ export class DeviceContext extends Resource {
     super('device context', handle, undefined, { warnOnLeak: owned });
   }
 
-  /** Wraps a context that librdmacm owns (rdma_cm_id->verbs). */
+  /** @internal Wraps a context that librdmacm owns (rdma_cm_id->verbs). */
   static borrow(key: Internal, handle: Pointer): DeviceContext {
     assertInternal(key, 'DeviceContext.borrow', 'use id.device or DeviceContext.open()');
     return new DeviceContext(handle, false);

@@ -26,13 +26,13 @@ export class ProtectionDomain extends Resource {
     super('protection domain', handle, parent);
   }
 
-  /** ibv_alloc_pd on a device context (see DeviceContext.allocPd). */
+  /** @internal ibv_alloc_pd on a device context (see DeviceContext.allocPd). */
   static allocate(key: Internal, context: Resource, contextHandle: Pointer): ProtectionDomain {
     assertInternal(key, 'ProtectionDomain.allocate', 'use DeviceContext.allocPd()');
     return new ProtectionDomain(checkPointer('ibv_alloc_pd', libibverbs.ibv_alloc_pd(contextHandle)), context, true);
   }
 
-  /** Wraps the PD librdmacm created for an id; closing it only deregisters its regions. */
+  /** @internal Wraps the PD librdmacm created for an id; closing it only deregisters its regions. */
   static borrow(key: Internal, handle: Pointer, owner: Resource): ProtectionDomain {
     assertInternal(key, 'ProtectionDomain.borrow', 'use id.pd');
     return new ProtectionDomain(handle, owner, false);

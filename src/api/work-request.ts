@@ -355,6 +355,7 @@ export class PreparedSend extends PreparedWorkRequest {
   readonly #rdma: boolean;
   readonly #immediate: boolean;
 
+  /** @internal Use qp.prepareSend(). */
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedSend', 'use qp.prepareSend()');
     const operation = 'QueuePair.postSend';
@@ -480,6 +481,7 @@ export class PreparedSend extends PreparedWorkRequest {
 
 /** A receive, encoded once; post() it again each time its buffer is free. */
 export class PreparedRecv extends PreparedWorkRequest {
+  /** @internal Use qp.prepareRecv(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedRecv', 'use qp.prepareRecv()');
     const operation = 'QueuePair.postRecv';
@@ -612,6 +614,7 @@ const SEND_CHAIN_WR = { size: ibv_send_wr.size, ...SEND_WR_OFFSET };
 
 /** `count` receives in one chain: one post() refills a whole receive ring. */
 export class PreparedRecvChain extends PreparedChain {
+  /** @internal Use qp.prepareRecvChain(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
     assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
     const operation = 'QueuePair.prepareRecvChain';
@@ -636,6 +639,7 @@ export class PreparedRecvChain extends PreparedChain {
  * (a send queue completes in order), at one completion per post().
  */
 export class PreparedSendChain extends PreparedChain {
+  /** @internal Use qp.prepareSendChain(). */
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendChainOptions) {
     assertInternal(key, 'new PreparedSendChain', 'use qp.prepareSendChain()');
     const operation = 'QueuePair.prepareSendChain';
