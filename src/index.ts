@@ -10,7 +10,8 @@ export { getAddrInfo, AddrInfo, type AddrInfoEntry, type AddrInfoHints } from '.
 export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
 export {
   createId, eventName, CmId, type MulticastGroup,
-  type ConnectionEvent, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type QpAttr, type ResolveAddrOptions, type WaitOptions,
+  type ConnectionEvent, type CreateIdOptions, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type JoinMulticastOptions,
+  type QpAttr, type ResolveAddrOptions, type SrqAttr, type WaitOptions,
 } from './api/cm-id.js';
 export { EventChannel, type ChannelEvent } from './api/event-channel.js';
 export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn-param.js';
@@ -26,7 +27,7 @@ export { SharedReceiveQueue } from './api/shared-receive-queue.js';
 export { CompletionQueue, type CompletionMode, type CompletionListener } from './api/completion-queue.js';
 export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
-  type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,
+  type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions, type ChainSlots, type RemoteTarget, type UdDestination,
 } from './api/work-request.js';
 export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
 export {

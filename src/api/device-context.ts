@@ -11,20 +11,37 @@ import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
 import { ibv_device, ibv_device_attr, type IbvDevice, type IbvDeviceAttr } from '../structs/verbs-device.js';
 import { ibv_context } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
-import { argumentError, count, cString, parseArgument } from './validate.js';
+import { argumentError, count, cString, parseArgument, type Holds, type InputIs } from './validate.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { CompletionQueue } from './completion-queue.js';
 
-/** ibv_create_cq's options. */
+/** createCq's options (ibv_create_cq). */
+export interface CqOptions {
+  /**
+   * Completions the queue holds: at least as many as can be outstanding on
+   * every QP that shares it; 1 up to the device's maxCqe.
+   * @defaultValue 256
+   */
+  entries?: number;
+  /**
+   * Whether the queue gets a completion channel, for next() and waitOne();
+   * without one, only poll() and busy-poll.
+   * @defaultValue true
+   */
+  channel?: boolean;
+  /**
+   * The completion vector (interrupt) to signal, 0 up to the device's num_comp_vectors − 1.
+   * @defaultValue 0
+   */
+  compVector?: number;
+}
 const cqOptionsSchema = z.strictObject({
-  /** At least as many completions as can be outstanding on every QP that shares it. */
   entries: count.default(256),
-  /** A completion channel, for next() and waitOne(); without one, only poll() and busy-poll. */
   channel: z.boolean().default(true),
   compVector: z.number().int().min(0).max(0x7fffffff).default(0),
 });
-export type CqOptions = z.input<typeof cqOptionsSchema>;
+type CqOptionsTied = Holds<InputIs<typeof cqOptionsSchema, CqOptions>>;
 
 /** The device limits the safe API validates against. */
 export interface DeviceLimits {
