@@ -13,7 +13,7 @@ export {
   type ConnectionEvent, type CreateIdOptions, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type JoinMulticastOptions,
   type QpAttr, type ResolveAddrOptions, type SrqAttr, type WaitOptions,
 } from './api/cm-id.js';
-export { EventChannel, type ChannelEvent } from './api/event-channel.js';
+export { EventChannel, type ChannelEvent, type ChannelEventIds, type ChannelId } from './api/event-channel.js';
 export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn-param.js';
 export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
 export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-context.js';
@@ -37,7 +37,7 @@ export {
 } from './api/devices.js';
 export { type SocketAddress, type AddressFamily } from './api/socket-address.js';
 export {
-  Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus,
+  Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, type NamedValues, type NameOf,
   type AccessName, type AddrInfoFlagName, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName, type QpTypeName,
   type WcFlagName, type WcOpcodeName, type WcStatusName,
 } from './api/enums.js';

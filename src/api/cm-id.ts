@@ -42,6 +42,14 @@ import type { WorkCompletion } from './work-completion.js';
 /** A connection-manager event with this API's id objects. */
 export type ConnectionEvent = CmEvent<CmId>;
 
+// The ids a channel's events carry are CmIds. Declared here, by merging into
+// event-channel.ts's ChannelEventIds: that module cannot import this one, which imports it.
+declare module './event-channel.js' {
+  interface ChannelEventIds {
+    readonly id: CmId;
+  }
+}
+
 const ID = {
   verbs: koffi.offsetof(rdma_cm_id, 'verbs'),
   qp: koffi.offsetof(rdma_cm_id, 'qp'),

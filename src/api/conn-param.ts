@@ -10,10 +10,10 @@ import { argumentError, bytes, parseArgument, u32, u8, type Holds, type InputIs 
  * Private data limits in bytes, from the IB CM and librdmacm (they include no
  * librdmacm header, which rdma_cm adds itself for RC).
  */
-export const PRIVATE_DATA_LIMITS = {
-  RC: { connect: 56, accept: 196, reject: 148 },
-  UD: { connect: 180, accept: 136, reject: 136 },
-} as const;
+export const PRIVATE_DATA_LIMITS = Object.freeze({
+  RC: Object.freeze({ connect: 56, accept: 196, reject: 148 }),
+  UD: Object.freeze({ connect: 180, accept: 136, reject: 136 }),
+} as const);
 
 /**
  * Connection parameters of connect() and accept() (struct rdma_conn_param).

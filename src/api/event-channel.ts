@@ -10,8 +10,6 @@ import type { Pointer } from '../ffi/library.js';
 import { rdma_event_channel } from '../structs/rdma-cma.js';
 
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
-// Types only: cm-id.ts imports this module at run time.
-import type { CmId } from './cm-id.js';
 import { FdWatcher, setNonBlocking } from './fd-watcher.js';
 import { nativeScratch } from './native-memory.js';
 import { Resource } from './resource.js';
@@ -52,8 +50,15 @@ export interface EventTarget {
   [expireWaiters](now: number): number;
 }
 
+/**
+ * The ids a channel's events carry: cm-id.ts merges `id: CmId` into this
+ * interface (this module cannot import it: cm-id.ts imports this one).
+ */
+export interface ChannelEventIds {}
+/** The id type of a channel's events: CmId. */
+export type ChannelId = ChannelEventIds extends { readonly id: infer Id } ? Id : unknown;
 /** A connection-manager event as the channel hands it out, with its CmIds. */
-export type ChannelEvent = CmEvent<CmId>;
+export type ChannelEvent = CmEvent<ChannelId>;
 
 /** @internal Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
 export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener: EventTarget, request: RawCmEvent['conn'] | RawCmEvent['ud']) => EventTarget;

@@ -62,7 +62,8 @@ const POINTER_SIZE = 8;
 
 /** Declare a table entry; the literal C types are kept for the derived TypeScript signature. */
 export const fn = <const R extends string, const P extends readonly string[]>(result: R, params: P, since?: string) =>
-  (since === undefined ? { result, params } : { result, params, since }) as { readonly result: R; readonly params: P; readonly since?: string };
+  Object.freeze(since === undefined ? { result, params: Object.freeze(params) } : { result, params: Object.freeze(params), since }) as
+    { readonly result: R; readonly params: P; readonly since?: string };
 
 /** A C type's text without surrounding spaces. */
 export type Trim<S extends string> = S extends ` ${infer R}` ? Trim<R> : S extends `${infer R} ` ? Trim<R> : S;

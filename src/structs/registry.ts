@@ -27,7 +27,9 @@ export function layoutsFor(release: string | number): DeclaredLayout[] {
   return declaredLayouts.filter((layout) => inReleaseRange(layout.releases, release));
 }
 
-export const declaredLayouts: DeclaredLayout[] = [];
+const layouts: DeclaredLayout[] = [];
+/** Every declared layout; frozen by structs/index.ts once the struct modules have declared theirs. */
+export const declaredLayouts: readonly DeclaredLayout[] = layouts;
 
 /** koffi's field map (its last overload of struct() takes only the fields). */
 /** The fields of a struct, in koffi.struct's form. */
@@ -36,7 +38,7 @@ export type StructFields = Parameters<typeof koffi.struct>[0];
 /** koffi.struct under the C struct's own name (so koffi.type('ibv_wc') resolves it). */
 export function cStruct(name: string, fields: StructFields): TypeObject {
   const type = koffi.struct(name, fields);
-  declaredLayouts.push({ cName: `struct ${name}`, type });
+  layouts.push(Object.freeze({ cName: `struct ${name}`, type }));
   return type;
 }
 
@@ -47,14 +49,14 @@ export function cStruct(name: string, fields: StructFields): TypeObject {
  */
 export function cStructOfReleases(koffiName: string, cName: string, releases: ReleaseRange, fields: StructFields): TypeObject {
   const type = koffi.struct(koffiName, fields);
-  declaredLayouts.push({ cName: `struct ${cName}`, type, releases });
+  layouts.push(Object.freeze({ cName: `struct ${cName}`, type, releases: Object.freeze({ ...releases }) }));
   return type;
 }
 
 /** koffi.union under the C union's own name. */
 export function cUnion(name: string, fields: StructFields): TypeObject {
   const type = koffi.union(name, fields);
-  declaredLayouts.push({ cName: `union ${name}`, type });
+  layouts.push(Object.freeze({ cName: `union ${name}`, type }));
   return type;
 }
 
