@@ -54,7 +54,10 @@ interface Waiter {
 }
 
 export class CompletionQueue extends Resource implements AsyncIterable<WorkCompletion> {
-  /** How next() waits; change it at any time. */
+  /**
+   * How next() waits; change it at any time.
+   * @defaultValue 'events'
+   */
   mode: CompletionMode = 'events';
   readonly #ops: ContextOps;
   /** cq->channel, read when first needed (0n: the queue has none). */
@@ -200,7 +203,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * armed and drained once more, so none that lands in between is missed.
    * One libuv wake-up, however many completions; nothing allocated per
    * completion. Used instead of next(), never with it. `keepAlive` false lets
-   * the process exit while the queue sleeps (see unref()).
+   * the process exit while the queue sleeps (see unref()); it defaults to true.
    */
   setListener(listener: CompletionListener | undefined, options: { keepAlive?: boolean } = {}): void {
     const operation = 'setListener';
