@@ -14,7 +14,7 @@ export {
   type QpAttr, type ResolveAddrOptions, type SrqAttr, type WaitOptions,
 } from './api/cm-id.js';
 export { EventChannel, type ChannelEvent, type ChannelEventIds, type ChannelId } from './api/event-channel.js';
-export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn-param.js';
+export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam, type ResolvedConnParam } from './api/conn-param.js';
 export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
 export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-context.js';
 export { ProtectionDomain } from './api/protection-domain.js';

@@ -62,8 +62,12 @@ export interface ConnParam {
    */
   qpNum?: number;
 }
-/** ConnParam's schema; exported for callers that validate parameters ahead of a connect. */
-export const connParamSchema = z.strictObject({
+/** ConnParam with every default filled in: what connParamSchema.parse() returns. */
+export interface ResolvedConnParam extends Required<Omit<ConnParam, 'privateData'>> {
+  privateData?: Uint8Array;
+}
+
+const connParamObject = z.strictObject({
   privateData: bytes.optional(),
   responderResources: u8.default(1),
   initiatorDepth: u8.default(1),
@@ -73,7 +77,12 @@ export const connParamSchema = z.strictObject({
   srq: z.boolean().default(false),
   qpNum: u32.default(0),
 });
-type ConnParamTied = Holds<InputIs<typeof connParamSchema, ConnParam>>;
+type ConnParamTied = Holds<InputIs<typeof connParamObject, ConnParam>>;
+/**
+ * ConnParam's schema: parse() checks every range and fills in the defaults.
+ * For callers that validate parameters ahead of a connect.
+ */
+export const connParamSchema: z.ZodType<ResolvedConnParam, ConnParam> = connParamObject;
 
 /** rdma_conn_param in native layout; keep the returned object alive across the call (it holds the private data). */
 export interface EncodedConnParam {
