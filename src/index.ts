@@ -10,13 +10,15 @@ export { getAddrInfo, getAddrInfoAsync, AddrInfo, type AddrInfoEntry, type AddrI
 export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
 export {
   createId, eventName, CmId, type MulticastGroup,
-  type ConnectionEvent, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type QpAttr, type ResolveAddrOptions, type WaitOptions,
+  type ConnectionEvent, type CreateIdOptions, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type JoinMulticastOptions,
+  type QpAttr, type ResolveAddrOptions, type SrqAttr, type WaitOptions,
 } from './api/cm-id.js';
-export { EventChannel } from './api/event-channel.js';
-export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam } from './api/conn-param.js';
+export { EventChannel, type ChannelEvent, type ChannelEventIds, type ChannelId } from './api/event-channel.js';
+export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam, type ResolvedConnParam } from './api/conn-param.js';
 export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
 export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-context.js';
 export { ProtectionDomain } from './api/protection-domain.js';
+export type { Resource } from './api/resource.js';
 export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/address-handle.js';
 export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
 export { forkStatus, enableForkSafety, type ForkStatus } from './api/fork.js';
@@ -29,16 +31,17 @@ export {
 export { CompletionChannel } from './api/completion-channel.js';
 export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
-  type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions,
+  type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions, type ChainSlots, type RemoteTarget, type UdDestination,
 } from './api/work-request.js';
 export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
 export {
   listDevices, rdmaGetDevices, noDeviceFoundReason,
-  type DeviceInfo, type UnavailableDevice, type DeviceError, type PortInfo, type GidInfo,
+  type DeviceInfo, type DeviceInfoLimits, type UnavailableDevice, type DeviceError, type PortInfo, type GidInfo,
+  type AtomicCapability, type GidType, type LinkLayer, type NodeType, type PhysicalPortState, type PortState, type Transport, type Unknown,
 } from './api/devices.js';
 export { type SocketAddress, type AddressFamily } from './api/socket-address.js';
 export {
-  Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus,
+  Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, type NamedValues, type NameOf,
   type AccessName, type AddrInfoFlagName, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName, type QpTypeName,
   type WcFlagName, type WcOpcodeName, type WcStatusName,
 } from './api/enums.js';

@@ -46,7 +46,7 @@ export class AddressHandle extends Resource {
     super('address handle', handle, pd);
   }
 
-  /** ibv_create_ah from an ah_attr (e.g. `established.ud.ahAttr`); `attr` is validated here, for every caller. */
+  /** @internal ibv_create_ah from an ah_attr (e.g. `established.ud.ahAttr`); `attr` is validated here, for every caller. */
   static create(key: Internal, pd: Resource, pdHandle: Pointer, attr: IbvAhAttr): AddressHandle {
     assertInternal(key, 'AddressHandle.create', 'use pd.createAh() or id.addressHandleTo()');
     const checked = parseArgument('createAh', 'attr', ahAttrSchema, attr);
@@ -56,7 +56,7 @@ export class AddressHandle extends Resource {
   }
 
   /**
-   * An address handle back to the sender of a UD receive (ibv_init_ah_from_wc +
+   * @internal An address handle back to the sender of a UD receive (ibv_init_ah_from_wc +
    * ibv_create_ah): `receive` is the receive buffer, which starts with the GRH.
    */
   static fromCompletion(

@@ -13,7 +13,7 @@ import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlag
 import { abortError } from './errors.js';
 import { Resource } from './resource.js';
 import { decodeSocketAddress, type AddressFamily, type SocketAddress } from './socket-address.js';
-import { argumentError, cString, parseArgument } from './validate.js';
+import { argumentError, cString, parseArgument, type Holds, type InputIs } from './validate.js';
 
 /** One rdma_addrinfo entry, decoded. */
 export interface AddrInfoEntry {
@@ -30,13 +30,37 @@ export interface AddrInfoEntry {
 const FAMILIES: Record<number, AddressFamily> = { [AF_INET]: 'IPv4', [AF_INET6]: 'IPv6', [AF_IB]: 'IB' };
 const FAMILY_VALUES = { IPv4: AF_INET, IPv6: AF_INET6, IB: AF_IB } as const;
 
+/** rdma_getaddrinfo's hints. */
+export interface AddrInfoHints {
+  /**
+   * rdma_getaddrinfo's flags by name: PASSIVE (an address to listen on),
+   * NUMERICHOST (`node` is an address, not a name), NOROUTE, FAMILY.
+   * @defaultValue []
+   */
+  flags?: AddrInfoFlagName[];
+  /**
+   * 'IPv4', 'IPv6' or 'IB' only.
+   * @defaultValue any family
+   */
+  family?: 'IPv4' | 'IPv6' | 'IB';
+  /**
+   * 'RC', 'UC' or 'UD' only.
+   * @defaultValue any type (librdmacm chooses by port space)
+   */
+  qpType?: 'RC' | 'UC' | 'UD';
+  /**
+   * 'TCP' (reliable connected), 'UDP' (datagrams), 'IB' or 'IPOIB'.
+   * @defaultValue 'TCP'
+   */
+  portSpace?: PortSpaceName;
+}
 const hintsSchema = z.strictObject({
   flags: z.array(z.enum(AddrInfoFlag.names as [AddrInfoFlagName, ...AddrInfoFlagName[]])).default([]),
   family: z.enum(['IPv4', 'IPv6', 'IB']).optional(),
   qpType: z.enum(['RC', 'UC', 'UD']).optional(),
   portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
 });
-export type AddrInfoHints = z.input<typeof hintsSchema>;
+type HintsTied = Holds<InputIs<typeof hintsSchema, AddrInfoHints>>;
 
 /** Options of getAddrInfoAsync. */
 export interface AddrInfoOptions {

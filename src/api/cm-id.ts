@@ -21,7 +21,9 @@ import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-par
 import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
 import { abortError, ResourceClosedError } from './errors.js';
-import { EventChannel, type EventTarget } from './event-channel.js';
+import {
+  EventChannel, attachTarget, detachTarget, expireWaiters, failPending, keepEvent, offerEvent, setRequestAdopter, type EventTarget,
+} from './event-channel.js';
 import { Waiter } from './event-waiter.js';
 import type { MemoryRegion } from './memory-region.js';
 import { ProtectionDomain } from './protection-domain.js';
@@ -33,7 +35,7 @@ import { Resource } from './resource.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
 import { nativeScratch } from './native-memory.js';
-import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs } from './validate.js';
+import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from './validate.js';
 import type { RecvOptions, SendOptions } from './work-request.js';
 import type { WorkCompletion } from './work-completion.js';
 
@@ -65,19 +67,65 @@ const SOCKADDR_STORAGE_SIZE = 128;
 const IBV_QP_CAP = 1 << 19;
 const swap16 = (value: number) => ((value & 0xff) << 8) | (value >> 8);
 
+/** An IP address and port: where to bind, or what to resolve. */
+export interface EndpointAddress {
+  /** An IPv4 or IPv6 address as text; no host names (resolve those with getAddrInfo). */
+  address: string;
+  /**
+   * The port, 0–65535; on bindAddr, 0 lets the kernel pick one.
+   * @defaultValue 0
+   */
+  port?: number;
+}
 export const endpointSchema = z.strictObject({ address: ipAddress, port: port.default(0) });
-export type EndpointAddress = z.input<typeof endpointSchema>;
+type EndpointTied = Holds<InputIs<typeof endpointSchema, EndpointAddress>>;
 
-/** Options of every operation that waits for an event. */
+/** Options of every operation that waits for an event on an asynchronous id. */
+export interface WaitOptions {
+  /**
+   * Milliseconds the operation may take, 0–2147483647; past them (and a
+   * second's grace for the event to arrive) it rejects with RdmaError ETIMEDOUT.
+   * @defaultValue the operation's own, given in its description: 2000 for
+   * resolveAddr and resolveRoute (librdmacm's timeout), 10000 for connect and
+   * accept, 5000 for disconnect; the other operations wait until their event,
+   * the signal or close()
+   */
+  timeoutMs?: number;
+  /**
+   * Aborts the wait: the operation rejects with AbortError (an aborted signal
+   * stops it before the call).
+   * @defaultValue none
+   */
+  signal?: AbortSignal;
+}
 export const waitSchema = z.strictObject({
   timeoutMs: timeoutMs.optional(),
   signal: z.instanceof(AbortSignal).optional(),
 });
-export type WaitOptions = z.input<typeof waitSchema>;
+type WaitTied = Holds<InputIs<typeof waitSchema, WaitOptions>>;
 
+/** resolveAddr's options. */
+export interface ResolveAddrOptions extends WaitOptions {
+  /**
+   * The local address to resolve from (rdma_resolve_addr's src_addr).
+   * @defaultValue none: the route to the destination chooses
+   */
+  source?: EndpointAddress;
+}
 const resolveSchema = waitSchema.extend({ source: endpointSchema.optional() });
-export type ResolveAddrOptions = z.input<typeof resolveSchema>;
+type ResolveTied = Holds<InputIs<typeof resolveSchema, ResolveAddrOptions>>;
+
+/** joinMulticast's options. */
+export interface JoinMulticastOptions extends WaitOptions {
+  /**
+   * Join as a send-only full member (rdma_join_multicast_ex, where librdmacm
+   * has it; otherwise UnsupportedError): the group's messages are not received here.
+   * @defaultValue false
+   */
+  sendOnly?: boolean;
+}
 const joinSchema = waitSchema.extend({ sendOnly: z.boolean().default(false) });
+type JoinTied = Holds<InputIs<typeof joinSchema, JoinMulticastOptions>>;
 
 /** Parses the options of an operation about to be issued: an aborted signal stops it before the call. */
 function issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined }>>(operation: string, schema: S, options: unknown): z.output<S> {
@@ -86,14 +134,72 @@ function issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined }>>
   return parsed;
 }
 
-/** rdma_create_srq's attributes. */
+/** rdma_create_srq's attributes (createSrq). */
+export interface SrqAttr {
+  /**
+   * Receives the queue holds at once, 1–2147483647 and at most the device's limit.
+   * @defaultValue 64
+   */
+  maxWr?: number;
+  /**
+   * Scatter/gather entries per receive, 1–2147483647 and at most the device's maxSge.
+   * @defaultValue 1
+   */
+  maxSge?: number;
+  /**
+   * The low-water mark, 0–4294967295: when fewer receives are posted the
+   * device raises SRQ_LIMIT_REACHED; 0 never does.
+   * @defaultValue 0
+   */
+  srqLimit?: number;
+}
 const srqAttrSchema = z.strictObject({
   maxWr: count.default(64),
   maxSge: count.default(1),
   srqLimit: z.number().int().min(0).max(0xffffffff).default(0),
 });
+type SrqAttrTied = Holds<InputIs<typeof srqAttrSchema, SrqAttr>>;
 
 /** rdma_create_qp's attributes; the defaults suit a simple RC ping-pong. */
+export interface QpAttr {
+  /**
+   * Send queue depth: sends outstanding at once, 1–2147483647 and at most the device's maxQpWr.
+   * @defaultValue 16
+   */
+  sendWr?: number;
+  /**
+   * Receive queue depth: receives posted at once, 1–2147483647 and at most the device's maxQpWr.
+   * @defaultValue 16
+   */
+  recvWr?: number;
+  /**
+   * Scatter/gather entries per send, 1–2147483647 and at most the device's maxSge.
+   * @defaultValue 1
+   */
+  sendSge?: number;
+  /**
+   * Scatter/gather entries per receive, 1–2147483647 and at most the device's maxSge.
+   * @defaultValue 1
+   */
+  recvSge?: number;
+  /**
+   * Bytes a send may carry inline (copied into the request), 0–4294967295;
+   * the device may grant more, or refuse (qp.caps.maxInlineData says what it granted).
+   * @defaultValue 0
+   */
+  inlineData?: number;
+  /**
+   * Whether every send completes on the CQ (sq_sig_all); otherwise only the
+   * sends posted with `signaled`.
+   * @defaultValue false
+   */
+  sqSigAll?: boolean;
+  /**
+   * 'RC' (reliable connected), 'UC' (unreliable connected) or 'UD' (datagrams).
+   * @defaultValue 'RC'
+   */
+  qpType?: 'RC' | 'UC' | 'UD';
+}
 export const qpAttrSchema = z.strictObject({
   sendWr: count.default(16),
   recvWr: count.default(16),
@@ -103,23 +209,47 @@ export const qpAttrSchema = z.strictObject({
   sqSigAll: z.boolean().default(false),
   qpType: z.enum(['RC', 'UC', 'UD']).default('RC'),
 });
-export type QpAttr = z.input<typeof qpAttrSchema>;
+type QpAttrTied = Holds<InputIs<typeof qpAttrSchema, QpAttr>>;
 
 /** createQp's attributes: rdma_create_qp's, and completion queues of your own to share. */
+export interface CreateQpAttr extends QpAttr {
+  /**
+   * A completion queue of your own (from id.device.createCq()) for the sends;
+   * it may serve several QPs.
+   * @defaultValue one librdmacm creates with its own completion channel, and destroys with the QP
+   */
+  sendCq?: CompletionQueue;
+  /**
+   * A completion queue of your own for the receives; needs `sendCq` too
+   * (librdmacm never frees a send CQ it made for a QP whose receive CQ it did not make).
+   * @defaultValue one librdmacm creates, as for sendCq
+   */
+  recvCq?: CompletionQueue;
+}
 const completionQueue = z.custom<CompletionQueue>((value) => value instanceof CompletionQueue, 'expected a CompletionQueue (from id.device.createCq())');
 const createQpSchema = qpAttrSchema.extend({
   sendCq: completionQueue.optional(),
   recvCq: completionQueue.optional(),
 });
-export type CreateQpAttr = z.input<typeof createQpSchema>;
+type CreateQpTied = Holds<InputIs<typeof createQpSchema, CreateQpAttr>>;
 
+/** An rdma_set_option setting at the RDMA_OPTION_ID level. */
+export type IdOption =
+  /** The type of service of the connection's packets, 0–255 (before resolveAddr). */
+  | { option: 'TOS'; value: number }
+  /** Whether the id may bind an address in use (SO_REUSEADDR's role; before bindAddr). */
+  | { option: 'REUSEADDR'; value: boolean }
+  /** Whether an IPv6 id binds IPv6 only, not IPv4-mapped addresses too (before bindAddr). */
+  | { option: 'AFONLY'; value: boolean }
+  /** The QP's local ACK timeout, 0–31: 4.096 µs × 2^value (0 keeps the port's default). */
+  | { option: 'ACK_TIMEOUT'; value: number };
 const optionSchema = z.discriminatedUnion('option', [
   z.strictObject({ option: z.literal('TOS'), value: z.number().int().min(0).max(255) }),
   z.strictObject({ option: z.literal('REUSEADDR'), value: z.boolean() }),
   z.strictObject({ option: z.literal('AFONLY'), value: z.boolean() }),
   z.strictObject({ option: z.literal('ACK_TIMEOUT'), value: z.number().int().min(0).max(31) }),
 ]);
-export type IdOption = z.input<typeof optionSchema>;
+type IdOptionTied = Holds<InputIs<typeof optionSchema, IdOption>>;
 const OPTION_IDS = { TOS: 0, REUSEADDR: 1, AFONLY: 2, ACK_TIMEOUT: 3 } as const;
 
 /** A multicast group this id joined: its address and the UD parameters to send to it. */
@@ -151,7 +281,7 @@ function sockaddrOf(endpoint: z.output<typeof endpointSchema>): Buffer {
 /** Events that end a pending operation even though it did not wait for them. */
 const ENDING_EVENTS = new Set<string>([...Object.keys(ERROR_EVENTS), 'DISCONNECTED']);
 
-export class CmId extends Resource implements EventTarget {
+export class CmId extends Resource {
   /** The JavaScript value given at creation (rdma_cm_id->context's role). */
   readonly context: unknown;
   readonly portSpace: PortSpaceName;
@@ -197,7 +327,7 @@ export class CmId extends Resource implements EventTarget {
     this.#endpoint = options.endpoint;
     this.request = options.request;
     this.#protectionDomain = options.pd;
-    channel?.attach(handle, this);
+    channel?.[attachTarget](handle, this);
     // Only rdma_create_ep and rdma_get_request on its listener make an id with a QP.
     if (options.endpoint && readPointer(handle, ID.qp) !== 0n) this.#adoptQueuePair(options.pd, options.granted);
   }
@@ -365,7 +495,7 @@ export class CmId extends Resource implements EventTarget {
    * rdma_create_srq: a shared receive queue on this id; the QP created next on
    * it takes its receives from there. Without `pd`, the id's default PD.
    */
-  createSrq(attr: z.input<typeof srqAttrSchema> = {}, pd?: ProtectionDomain): SharedReceiveQueue {
+  createSrq(attr: SrqAttr = {}, pd?: ProtectionDomain): SharedReceiveQueue {
     const operation = 'rdma_create_srq';
     this.ensureOpen(operation);
     if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
@@ -557,9 +687,9 @@ export class CmId extends Resource implements EventTarget {
     const busy = this.#waiters.map((w) => w.operation);
     if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
     checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
-    this.#channel?.detach(this.handle);
+    this.#channel?.[detachTarget](this.handle);
     this.#channel = channel;
-    channel?.attach(this.handle, this);
+    channel?.[attachTarget](this.handle, this);
     this.reparent(channel ?? undefined);
   }
 
@@ -582,7 +712,7 @@ export class CmId extends Resource implements EventTarget {
    * MULTICAST_JOIN with the group's UD parameters: send to it with
    * `addressHandleTo(joined.ud)`, remoteQpn 0xffffff and `joined.ud.qkey`.
    */
-  async joinMulticast(group: { address: string }, options: WaitOptions & { sendOnly?: boolean } = {}): Promise<MulticastGroup> {
+  async joinMulticast(group: { address: string }, options: JoinMulticastOptions = {}): Promise<MulticastGroup> {
     const operation = 'rdma_join_multicast';
     this.ensureOpen(operation);
     const g = parseArgument(operation, 'group', z.strictObject({ address: ipAddress }), group);
@@ -726,7 +856,7 @@ export class CmId extends Resource implements EventTarget {
    * @internal Called by the channel: every waiter expecting the event gets it;
    * an ending event (an error, DISCONNECTED) rejects the others. True if anyone took it.
    */
-  offerEvent(event: CmEvent<EventTarget>): boolean {
+  [offerEvent](event: CmEvent<EventTarget>): boolean {
     const typed = event as ConnectionEvent;
     if (typed.type === 'DISCONNECTED') this.#disconnected = true;
     let taken = false;
@@ -752,7 +882,7 @@ export class CmId extends Resource implements EventTarget {
   }
 
   /** @internal Called by the channel's deadline timer. */
-  expireWaiters(now: number): number {
+  [expireWaiters](now: number): number {
     let next = Infinity;
     for (const waiter of [...this.#waiters]) {
       if (waiter.deadline <= now) waiter.expire();
@@ -762,12 +892,12 @@ export class CmId extends Resource implements EventTarget {
   }
 
   /** @internal Called by the channel when it can no longer read events. */
-  failPending(error: unknown): void {
+  [failPending](error: unknown): void {
     for (const waiter of [...this.#waiters]) waiter.reject(error);
   }
 
   /** @internal Called by the channel: an event nobody waited for. */
-  keepEvent(event: CmEvent<EventTarget>): void {
+  [keepEvent](event: CmEvent<EventTarget>): void {
     this.#inbox.push(event as ConnectionEvent);
   }
 
@@ -778,7 +908,7 @@ export class CmId extends Resource implements EventTarget {
 
   protected release(): void {
     for (const waiter of [...this.#waiters]) waiter.reject(new ResourceClosedError(this.kind, waiter.operation));
-    this.#channel?.detach(this.handle);
+    this.#channel?.[detachTarget](this.handle);
     this.#inbox = [];
     if (this.#endpoint) librdmacm.rdma_destroy_ep(this.handle);
     else checkRdma('rdma_destroy_id', librdmacm.rdma_destroy_id(this.handle));
@@ -786,8 +916,8 @@ export class CmId extends Resource implements EventTarget {
 }
 
 // Connection requests arriving on a channel become ids of the listener's kind.
-EventChannel.adoptRequest = (channel, handle, listener, request) =>
-  new CmId(internal, handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request });
+setRequestAdopter((channel, handle, listener, request) =>
+  new CmId(internal, handle, channel, { portSpace: (listener as CmId).portSpace, endpoint: false, request }));
 
 function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema>, limits: DeviceLimits): void {
   const { maxQpWr, maxSge } = limits;
@@ -858,17 +988,31 @@ export function grantedCaps(init: Buffer): IbvQpCap {
   };
 }
 
+/** createId's options. */
+export interface CreateIdOptions {
+  /**
+   * Any value, kept as id.context (rdma_cm_id->context's role).
+   * @defaultValue undefined
+   */
+  context?: unknown;
+  /**
+   * 'TCP' (reliable connected), 'UDP' (datagrams), 'IB' or 'IPOIB'.
+   * @defaultValue 'TCP'
+   */
+  portSpace?: PortSpaceName;
+}
 const createIdSchema = z.strictObject({
   context: z.unknown().optional(),
   portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
 });
+type CreateIdTied = Holds<InputIs<typeof createIdSchema, CreateIdOptions>>;
 
 /**
  * rdma_create_id. With an EventChannel the id is asynchronous (operations
  * return promises settled by events); with null it is synchronous and each
  * call blocks the thread. Port spaces: TCP (RC), UDP (UD), IB, IPOIB.
  */
-export function createId(channel: EventChannel | null, options: z.input<typeof createIdSchema> = {}): CmId {
+export function createId(channel: EventChannel | null, options: CreateIdOptions = {}): CmId {
   const operation = 'rdma_create_id';
   if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
   if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');

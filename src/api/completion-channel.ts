@@ -63,7 +63,7 @@ export class CompletionChannel extends Resource {
     setNonBlocking(this.fd);
   }
 
-  /** ibv_create_comp_channel on an open device context; see DeviceContext.createCompletionChannel. */
+  /** @internal ibv_create_comp_channel on an open device context; see DeviceContext.createCompletionChannel. */
   static create(key: Internal, device: Resource, context: Pointer): CompletionChannel {
     assertInternal(key, 'CompletionChannel.create', 'use device.createCompletionChannel()');
     return new CompletionChannel(checkPointer('ibv_create_comp_channel', libibverbs.ibv_create_comp_channel(context)), device, context);

@@ -185,7 +185,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /**
-   * ibv_create_cq on an open device context, with a completion channel of its
+   * @internal ibv_create_cq on an open device context, with a completion channel of its
    * own (`channel` true), none (false) or a shared one; see DeviceContext.createCq.
    */
   static create(key: Internal, device: Resource, context: Pointer, entries: number, channel: boolean | CompletionChannel, compVector: number): CompletionQueue {
@@ -216,7 +216,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /**
-   * Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp).
+   * @internal Wraps a CQ that librdmacm created for an id (destroyed by rdma_destroy_qp).
    * `ops` are its device context's, which its queue pair shares.
    */
   static borrow(key: Internal, handle: Pointer, owner: Resource, ops: ContextOps): CompletionQueue {
@@ -309,7 +309,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * armed and drained once more, so none that lands in between is missed.
    * One libuv wake-up, however many completions; nothing allocated per
    * completion. Used instead of next(), never with it. `keepAlive` false lets
-   * the process exit while the queue sleeps (see unref()).
+   * the process exit while the queue sleeps (see unref()); it defaults to true.
    */
   setListener(listener: CompletionListener | undefined, options: { keepAlive?: boolean } = {}): void {
     const operation = 'setListener';

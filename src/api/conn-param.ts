@@ -4,23 +4,70 @@ import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { rdma_conn_param } from '../structs/rdma-cma.js';
-import { argumentError, bytes, parseArgument, u32, u8 } from './validate.js';
+import { argumentError, bytes, parseArgument, u32, u8, type Holds, type InputIs } from './validate.js';
 
 /**
  * Private data limits in bytes, from the IB CM and librdmacm (they include no
  * librdmacm header, which rdma_cm adds itself for RC).
  */
-export const PRIVATE_DATA_LIMITS = {
-  RC: { connect: 56, accept: 196, reject: 148 },
-  UD: { connect: 180, accept: 136, reject: 136 },
-} as const;
+export const PRIVATE_DATA_LIMITS = Object.freeze({
+  RC: Object.freeze({ connect: 56, accept: 196, reject: 148 }),
+  UD: Object.freeze({ connect: 180, accept: 136, reject: 136 }),
+} as const);
 
 /**
- * Defaults: responderResources 1 and initiatorDepth 1 (one RDMA read or atomic
- * in flight each way), flowControl 1, retryCount 7 and rnrRetryCount 7 (7 means
- * "retry forever" for RNR), no SRQ, qpNum 0 (both ignored when the id has a QP).
+ * Connection parameters of connect() and accept() (struct rdma_conn_param).
+ * The defaults allow one RDMA read or atomic in flight each way and retry RNR forever.
  */
-export const connParamSchema = z.strictObject({
+export interface ConnParam {
+  /**
+   * Bytes for the peer, in its ConnectionError or Established.privateData: at
+   * most PRIVATE_DATA_LIMITS' (RC: 56 on connect, 196 on accept; UD: 180, 136).
+   * @defaultValue none
+   */
+  privateData?: Uint8Array;
+  /**
+   * RDMA reads and atomics the peer may have in flight to us, 0–255 (at most the device's maxQpRdAtom).
+   * @defaultValue 1
+   */
+  responderResources?: number;
+  /**
+   * RDMA reads and atomics we may have in flight to the peer, 0–255.
+   * @defaultValue 1
+   */
+  initiatorDepth?: number;
+  /**
+   * Whether hardware flow control is available, 0 or 1 (0–255 accepted); exchanged with the peer, TCP port space only.
+   * @defaultValue 1
+   */
+  flowControl?: number;
+  /**
+   * Retries after a transport timeout, 0–7.
+   * @defaultValue 7
+   */
+  retryCount?: number;
+  /**
+   * How often the peer retries a send that finds no receive posted here (RNR), 0–7; 7 retries forever.
+   * @defaultValue 7
+   */
+  rnrRetryCount?: number;
+  /**
+   * Whether the QP uses a shared receive queue; only read when the id has no QP (the caller manages it).
+   * @defaultValue false
+   */
+  srq?: boolean;
+  /**
+   * The QP number, 0–4294967295; only read when the id has no QP.
+   * @defaultValue 0
+   */
+  qpNum?: number;
+}
+/** ConnParam with every default filled in: what connParamSchema.parse() returns. */
+export interface ResolvedConnParam extends Required<Omit<ConnParam, 'privateData'>> {
+  privateData?: Uint8Array;
+}
+
+const connParamObject = z.strictObject({
   privateData: bytes.optional(),
   responderResources: u8.default(1),
   initiatorDepth: u8.default(1),
@@ -30,7 +77,12 @@ export const connParamSchema = z.strictObject({
   srq: z.boolean().default(false),
   qpNum: u32.default(0),
 });
-export type ConnParam = z.input<typeof connParamSchema>;
+type ConnParamTied = Holds<InputIs<typeof connParamObject, ConnParam>>;
+/**
+ * ConnParam's schema: parse() checks every range and fills in the defaults.
+ * For callers that validate parameters ahead of a connect.
+ */
+export const connParamSchema: z.ZodType<ResolvedConnParam, ConnParam> = connParamObject;
 
 /** rdma_conn_param in native layout; keep the returned object alive across the call (it holds the private data). */
 export interface EncodedConnParam {

@@ -11,25 +11,40 @@ import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
 import { ibv_device, ibv_device_attr, type IbvDevice, type IbvDeviceAttr } from '../structs/verbs-device.js';
 import { ibv_context } from '../structs/verbs-resources.js';
 import { Resource } from './resource.js';
-import { argumentError, count, cString, parseArgument } from './validate.js';
+import { argumentError, count, cString, parseArgument, type Holds, type InputIs } from './validate.js';
 import { assertInternal, internal, type Internal } from './internal.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { CompletionQueue } from './completion-queue.js';
 import { CompletionChannel, contextOfChannel } from './completion-channel.js';
 
-/** ibv_create_cq's options. */
-const cqOptionsSchema = z.strictObject({
-  /** At least as many completions as can be outstanding on every QP that shares it. */
-  entries: count.default(256),
+/** createCq's options (ibv_create_cq). */
+export interface CqOptions {
   /**
-   * A completion channel, for next() and waitOne(): true makes one for this
-   * queue alone, a CompletionChannel (createCompletionChannel()) shares one
-   * fd among many queues; false: none, so only poll() and busy-poll.
+   * Completions the queue holds: at least as many as can be outstanding on
+   * every QP that shares it; 1 up to the device's maxCqe.
+   * @defaultValue 256
    */
+  entries?: number;
+  /**
+   * The queue's completion channel, for next() and waitOne(): true makes one
+   * for this queue alone; a CompletionChannel of this device
+   * (createCompletionChannel()) shares one fd among many queues; false: none,
+   * so only poll() and busy-poll.
+   * @defaultValue true
+   */
+  channel?: boolean | CompletionChannel;
+  /**
+   * The completion vector (interrupt) to signal, 0 up to the device's num_comp_vectors − 1.
+   * @defaultValue 0
+   */
+  compVector?: number;
+}
+const cqOptionsSchema = z.strictObject({
+  entries: count.default(256),
   channel: z.union([z.boolean(), z.custom<CompletionChannel>((value) => value instanceof CompletionChannel, 'expected a boolean or a CompletionChannel of this device')]).default(true),
   compVector: z.number().int().min(0).max(0x7fffffff).default(0),
 });
-export type CqOptions = z.input<typeof cqOptionsSchema>;
+type CqOptionsTied = Holds<InputIs<typeof cqOptionsSchema, CqOptions>>;
 
 /** The device limits the safe API validates against. */
 export interface DeviceLimits {
@@ -97,7 +112,7 @@ export class DeviceContext extends Resource {
     super('device context', handle, undefined, { warnOnLeak: owned });
   }
 
-  /** Wraps a context that librdmacm owns (rdma_cm_id->verbs). */
+  /** @internal Wraps a context that librdmacm owns (rdma_cm_id->verbs). */
   static borrow(key: Internal, handle: Pointer): DeviceContext {
     assertInternal(key, 'DeviceContext.borrow', 'use id.device or DeviceContext.open()');
     return new DeviceContext(handle, false);

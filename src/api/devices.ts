@@ -71,7 +71,7 @@ export interface PortInfo {
 }
 
 /** What ibv_query_device reports as the device's maxima. */
-export interface DeviceLimits {
+export interface DeviceInfoLimits {
   /** Decimal: a 64-bit size (often 2^64 - 1) does not fit a JS number. */
   maxMrSize: string;
   maxQp: number;
@@ -113,7 +113,7 @@ export interface DeviceInfo {
   atomicCapability: AtomicCapability;
   localCaAckDelay: number;
   physicalPortCount: number;
-  limits: DeviceLimits;
+  limits: DeviceInfoLimits;
   ports: PortInfo[];
 }
 

@@ -10,27 +10,61 @@ import { CmId, encodeQpInitAttr, grantedCaps, qpAttrSchema, type QpAttr } from '
 import { PortSpace, type PortSpaceName } from './enums.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { ResourceClosedError } from './errors.js';
-import { argumentError, cString, parseArgument, port } from './validate.js';
+import { argumentError, cString, parseArgument, port, type Holds, type InputIs } from './validate.js';
 
 /** A port given as a decimal string: the same 0–65535 range as a number (getaddrinfo would take more). */
 const portString = z.string().regex(/^\d+$/, 'a port number').refine((s) => !/^\d+$/.test(s) || Number(s) <= 65535, 'a port is 0–65535');
 
+/** What createEndpoint resolves (with rdma_getaddrinfo) when not given an AddrInfo. */
+export interface EndpointTarget {
+  /**
+   * The host name or address to connect to; a passive endpoint without one listens on every address.
+   * @defaultValue none (required for an active endpoint)
+   */
+  host?: string;
+  /** The port, 0–65535, as a number or a decimal string. */
+  port: number | string;
+  /**
+   * Whether this is the listening side (RAI_PASSIVE).
+   * @defaultValue false
+   */
+  passive?: boolean;
+  /**
+   * 'TCP' (reliable connected), 'UDP' (datagrams), 'IB' or 'IPOIB'.
+   * @defaultValue 'TCP'
+   */
+  portSpace?: PortSpaceName;
+}
 const targetSchema = z.strictObject({
   host: cString.optional(),
   port: z.union([port, portString], { error: 'a port is an integer 0–65535 (or one as a decimal string)' }),
   passive: z.boolean().default(false),
   portSpace: z.enum(PortSpace.names as [PortSpaceName, ...PortSpaceName[]]).default('TCP'),
 });
-export type EndpointTarget = z.input<typeof targetSchema>;
+type TargetTied = Holds<InputIs<typeof targetSchema, EndpointTarget>>;
 
 const optionsSchema = z.strictObject({
   pd: z.custom<ProtectionDomain>((value) => value instanceof ProtectionDomain, 'expected a ProtectionDomain').optional(),
   qp: qpAttrSchema.optional(),
   context: z.unknown().optional(),
 });
+type OptionsTied = Holds<InputIs<typeof optionsSchema, EndpointOptions>>;
+/** createEndpoint's options. */
 export interface EndpointOptions {
+  /**
+   * The protection domain of the endpoint's QP.
+   * @defaultValue librdmacm's default one for the device
+   */
   pd?: ProtectionDomain;
+  /**
+   * The QP's attributes (see QpAttr for each one's default).
+   * @defaultValue none: no QP is created
+   */
   qp?: QpAttr;
+  /**
+   * Any value, kept as id.context.
+   * @defaultValue undefined
+   */
   context?: unknown;
 }
 

@@ -1,28 +1,40 @@
 // Named values for the C enums and flags the safe API speaks, both ways.
 
+/** A C enum or flag set by name: its values, its names, and the name of a value. */
+export interface NamedValues<T extends Record<string, number>> {
+  readonly values: T;
+  readonly names: readonly (keyof T & string)[];
+  /** The name of `value`, or `UNKNOWN(value)` for one this table does not know. */
+  nameOf(value: number): (keyof T & string) | `UNKNOWN(${number})`;
+}
+
+/** The names of a table: e.g. `NameOf<typeof Access>` is `'LOCAL_WRITE' | 'REMOTE_WRITE' | …`. */
+export type NameOf<Table> = Table extends NamedValues<infer T> ? keyof T & string : never;
+
 /** Builds a name→value table and its value→name inverse. */
-function namedValues<const T extends Record<string, number>>(values: T) {
+function namedValues<const T extends Record<string, number>>(values: T): NamedValues<T> {
   const names = new Map<number, keyof T & string>();
   for (const [name, value] of Object.entries(values)) names.set(value, name as keyof T & string);
-  return {
-    values,
-    names: Object.keys(values) as (keyof T & string)[],
+  // Frozen: the tables are shared by every caller and by the validation.
+  return Object.freeze({
+    values: Object.freeze(values),
+    names: Object.freeze(Object.keys(values) as (keyof T & string)[]),
     nameOf: (value: number): (keyof T & string) | `UNKNOWN(${number})` =>
       names.get(value) ?? `UNKNOWN(${typeof value === 'number' ? value : Number.NaN})`,
-  };
+  });
 }
 
 /** rdma_port_space, as the rdma_create_id man page names them. */
 export const PortSpace = namedValues({ IPOIB: 0x0002, TCP: 0x0106, UDP: 0x0111, IB: 0x013f });
-export type PortSpaceName = keyof typeof PortSpace.values;
+export type PortSpaceName = NameOf<typeof PortSpace>;
 
 /** ibv_qp_type. */
 export const QpType = namedValues({ RC: 2, UC: 3, UD: 4, RAW_PACKET: 8, XRC_SEND: 9, XRC_RECV: 10 });
-export type QpTypeName = keyof typeof QpType.values;
+export type QpTypeName = NameOf<typeof QpType>;
 
 /** rdma_addrinfo ai_flags (RAI_*). */
 export const AddrInfoFlag = namedValues({ PASSIVE: 0x1, NUMERICHOST: 0x2, NOROUTE: 0x4, FAMILY: 0x8 });
-export type AddrInfoFlagName = keyof typeof AddrInfoFlag.values;
+export type AddrInfoFlagName = NameOf<typeof AddrInfoFlag>;
 
 /** ibv_access_flags. */
 export const Access = namedValues({
@@ -35,7 +47,7 @@ export const Access = namedValues({
   ON_DEMAND: 1 << 6,
   RELAXED_ORDERING: 1 << 20,
 });
-export type AccessName = keyof typeof Access.values;
+export type AccessName = NameOf<typeof Access>;
 
 /** rdma_cm_event_type, named as rdma_event_str names them (without the RDMA_CM_EVENT_ prefix). */
 export const CmEventType = namedValues({
@@ -56,7 +68,7 @@ export const CmEventType = namedValues({
   ADDR_CHANGE: 14,
   TIMEWAIT_EXIT: 15,
 });
-export type CmEventTypeName = keyof typeof CmEventType.values;
+export type CmEventTypeName = NameOf<typeof CmEventType>;
 
 /** ibv_wc_status. */
 export const WcStatus = namedValues({
@@ -85,7 +97,7 @@ export const WcStatus = namedValues({
   TM_ERR: 22,
   TM_RNDV_INCOMPLETE: 23,
 });
-export type WcStatusName = keyof typeof WcStatus.values;
+export type WcStatusName = NameOf<typeof WcStatus>;
 
 /** ibv_wc_opcode. */
 export const WcOpcode = namedValues({
@@ -101,11 +113,11 @@ export const WcOpcode = namedValues({
   RECV: 1 << 7,
   RECV_RDMA_WITH_IMM: (1 << 7) + 1,
 });
-export type WcOpcodeName = keyof typeof WcOpcode.values;
+export type WcOpcodeName = NameOf<typeof WcOpcode>;
 
 /** ibv_wc_flags. */
 export const WcFlag = namedValues({ GRH: 1, WITH_IMM: 2, IP_CSUM_OK: 4, WITH_INV: 8, TM_SYNC_REQ: 16, TM_MATCH: 32, TM_DATA_VALID: 64 });
-export type WcFlagName = keyof typeof WcFlag.values;
+export type WcFlagName = NameOf<typeof WcFlag>;
 
 /** ibv_event_type, for rdma_notify. */
 export const IbvEventType = namedValues({
@@ -113,7 +125,7 @@ export const IbvEventType = namedValues({
   DEVICE_FATAL: 8, PORT_ACTIVE: 9, PORT_ERR: 10, LID_CHANGE: 11, PKEY_CHANGE: 12, SM_CHANGE: 13, SRQ_ERR: 14,
   SRQ_LIMIT_REACHED: 15, QP_LAST_WQE_REACHED: 16, CLIENT_REREGISTER: 17, GID_CHANGE: 18, WQ_FATAL: 19,
 });
-export type IbvEventTypeName = keyof typeof IbvEventType.values;
+export type IbvEventTypeName = NameOf<typeof IbvEventType>;
 
 /** Flag names → bit mask. */
 export function flagMask<T extends Record<string, number>>(table: { values: T }, names: readonly (keyof T)[]): number {

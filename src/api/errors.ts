@@ -24,7 +24,7 @@ export class RdmaArgumentError extends TypeError {
     super(`${operation}: ${issues.map((i) => `${i.path}: ${i.rule}`).join('; ')}`);
   }
 
-  /** From zod's issues, with paths rooted at the parameter's name. */
+  /** @internal From zod's issues, with paths rooted at the parameter's name. */
   static fromZod(operation: string, parameter: string, error: z.core.$ZodError): RdmaArgumentError {
     return new RdmaArgumentError(
       operation,

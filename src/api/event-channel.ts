@@ -18,32 +18,58 @@ import { Resource } from './resource.js';
 // re-arms the timer each time it fires.
 const MAX_TIMER_DELAY_MS = 0x7fffffff;
 
-/** What the channel needs from an id to route its events (CmId implements it). */
+// The members by which ids and channel talk to each other are keyed by these
+// symbols, which the package does not export: callers can neither see nor call them.
+/** @internal */
+export const offerEvent: unique symbol = Symbol('rdmacm.offerEvent');
+/** @internal */
+export const keepEvent: unique symbol = Symbol('rdmacm.keepEvent');
+/** @internal */
+export const failPending: unique symbol = Symbol('rdmacm.failPending');
+/** @internal */
+export const expireWaiters: unique symbol = Symbol('rdmacm.expireWaiters');
+/** @internal */
+export const attachTarget: unique symbol = Symbol('rdmacm.attachTarget');
+/** @internal */
+export const detachTarget: unique symbol = Symbol('rdmacm.detachTarget');
+/** @internal */
+export const expectEvent: unique symbol = Symbol('rdmacm.expectEvent');
+/** @internal */
+export const settleWait: unique symbol = Symbol('rdmacm.settleWait');
+
+/** @internal What the channel needs from an id to route its events (CmId provides it). */
 export interface EventTarget {
   readonly udPortSpace: boolean;
   /** Offers an event to the id's pending operation; true if it took it. */
-  offerEvent(event: CmEvent<EventTarget>): boolean;
+  [offerEvent](event: CmEvent<EventTarget>): boolean;
   /** Queues an event nobody waited for. */
-  keepEvent(event: CmEvent<EventTarget>): void;
+  [keepEvent](event: CmEvent<EventTarget>): void;
   /** The channel cannot read events any more: every pending operation fails with `error`. */
-  failPending(error: unknown): void;
+  [failPending](error: unknown): void;
   /** Ends the operations whose deadline (performance.now() time) is past; returns the nearest deadline left, or Infinity. */
-  expireWaiters(now: number): number;
+  [expireWaiters](now: number): number;
 }
 
 /**
  * The ids a channel's events carry: cm-id.ts merges `id: CmId` into this
  * interface (this module cannot import it: cm-id.ts imports this one).
- * Without that, an EventTarget.
  */
 export interface ChannelEventIds {}
 /** The id type of a channel's events: CmId. */
-export type ChannelId = ChannelEventIds extends { readonly id: infer Id } ? Id : EventTarget;
+export type ChannelId = ChannelEventIds extends { readonly id: infer Id } ? Id : unknown;
 /** A connection-manager event as the channel hands it out, with its CmIds. */
 export type ChannelEvent = CmEvent<ChannelId>;
 
-/** Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
+/** @internal Wraps a CONNECT_REQUEST's new cm_id as an id object on this channel. */
 export type RequestAdopter = (channel: EventChannel, idHandle: Pointer, listener: EventTarget, request: RawCmEvent['conn'] | RawCmEvent['ud']) => EventTarget;
+
+/** Set by cm-id.ts (which this module cannot import at run time) to wrap new connection requests. */
+let adoptRequest: RequestAdopter | undefined;
+
+/** @internal */
+export function setRequestAdopter(adopter: RequestAdopter): void {
+  adoptRequest = adopter;
+}
 
 export class EventChannel extends Resource implements AsyncIterable<ChannelEvent> {
   readonly fd: number;
@@ -61,9 +87,6 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
   #iterators = 0;
   #iteratorQueue: ChannelEvent[] = [];
   #iteratorWaiters: ((result: IteratorResult<ChannelEvent>) => void)[] = [];
-  /** Set by CmId (which this module cannot import) to wrap new connection requests. */
-  static adoptRequest: RequestAdopter | undefined;
-
   constructor() {
     const handle = checkPointer('rdma_create_event_channel', librdmacm.rdma_create_event_channel());
     super('event channel', handle, undefined);
@@ -86,13 +109,13 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
   #ref = true;
 
   /** @internal Routes events of `idHandle` to `target`. */
-  attach(idHandle: Pointer, target: EventTarget): void {
+  [attachTarget](idHandle: Pointer, target: EventTarget): void {
     this.ensureOpen('attach');
     this.#targets.set(Number(idHandle), target);
   }
 
   /** @internal */
-  detach(idHandle: Pointer): void {
+  [detachTarget](idHandle: Pointer): void {
     this.#targets.delete(Number(idHandle));
   }
 
@@ -103,7 +126,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
    * Nothing is read now: the operation was issued just now, and its event is
    * rarely there yet (a read would only find EAGAIN).
    */
-  expect(timeoutMs?: number): number {
+  [expectEvent](timeoutMs?: number): number {
     this.ensureOpen('wait for an event');
     this.#demand++;
     const deadline = timeoutMs === undefined ? Infinity : this.#now() + timeoutMs;
@@ -134,7 +157,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
   };
 
   /** @internal An operation stopped waiting (served, timed out or aborted). */
-  settle(): void {
+  [settleWait](): void {
     // With nobody waiting, stop watching the fd and the clock, so an idle channel does not keep the process alive.
     if (--this.#demand === 0) {
       this.#watcher.setInterest(false);
@@ -164,7 +187,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
     this.#disarmDeadlineTimer();
     const now = performance.now();
     let next = Infinity;
-    for (const target of [...this.#targets.values()]) next = Math.min(next, target.expireWaiters(now));
+    for (const target of [...this.#targets.values()]) next = Math.min(next, target[expireWaiters](now));
     if (next !== Infinity) this.#armDeadlineTimer(next);
   }
 
@@ -198,9 +221,9 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
       }
     } catch (error) {
       // A failing read leaves nobody waiting forever: every pending operation gets the error.
-      for (const target of this.#targets.values()) target.failPending(error);
+      for (const target of this.#targets.values()) target[failPending](error);
       for (const waiter of this.#iteratorWaiters.splice(0)) {
-        this.settle();
+        this[settleWait]();
         waiter({ value: undefined, done: true });
       }
     }
@@ -209,23 +232,23 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
   #dispatch(raw: RawCmEvent): void {
     let target = this.#targets.get(raw.idAddress);
     const listener = raw.listenIdAddress === 0 ? undefined : this.#targets.get(raw.listenIdAddress);
-    if (raw.type === 'CONNECT_REQUEST' && listener && !target && EventChannel.adoptRequest) {
-      target = EventChannel.adoptRequest(this, raw.idHandle, listener, raw.conn ?? raw.ud);
+    if (raw.type === 'CONNECT_REQUEST' && listener && !target && adoptRequest) {
+      target = adoptRequest(this, raw.idHandle, listener, raw.conn ?? raw.ud);
     }
     if (!target) return; // an id closed since: its event is acked and dropped
     const event: CmEvent<EventTarget> = { type: raw.type, status: raw.status, conn: raw.conn, ud: raw.ud, id: target, listenId: listener };
     // A connection request is the listener's business; everything else its own id's.
     const owner = raw.type === 'CONNECT_REQUEST' && listener ? listener : target;
-    if (owner.offerEvent(event)) return;
+    if (owner[offerEvent](event)) return;
     if (this.#iterators > 0) return this.#toIterator(event);
-    owner.keepEvent(event);
+    owner[keepEvent](event);
   }
 
   #toIterator(targetEvent: CmEvent<EventTarget>): void {
     const event = targetEvent as ChannelEvent; // every target on a channel is a CmId
     const waiter = this.#iteratorWaiters.shift();
     if (waiter) {
-      this.settle();
+      this[settleWait]();
       waiter({ value: event, done: false });
     } else {
       this.#iteratorQueue.push(event);
@@ -254,7 +277,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
         if (queued) return Promise.resolve({ value: queued, done: false });
         return new Promise((resolve) => {
           this.#iteratorWaiters.push(resolve);
-          this.expect();
+          this[expectEvent]();
         });
       },
       return: () => Promise.resolve(finish()),

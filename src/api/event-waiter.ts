@@ -5,7 +5,7 @@
 import { RdmaError } from '../ffi/errors.js';
 import type { CmEventTypeName } from './enums.js';
 import { abortError } from './errors.js';
-import type { ChannelEvent, EventChannel } from './event-channel.js';
+import { expectEvent, settleWait, type ChannelEvent, type EventChannel } from './event-channel.js';
 
 // The executor of every waiter's promise hands its settle functions over here,
 // so a wait allocates no executor closure (nor compiles one, at its first call).
@@ -38,7 +38,7 @@ export class Waiter {
     private readonly channel: EventChannel,
   ) {
     // First: a closed channel refuses, and then nothing is left registered.
-    this.deadline = channel.expect(timeoutMs);
+    this.deadline = channel[expectEvent](timeoutMs);
     this.promise = new Promise(takeSettleFunctions);
     this.#onResolve = takenResolve!;
     this.#onReject = takenReject!;
@@ -69,7 +69,7 @@ export class Waiter {
   #settle(): boolean {
     if (this.#settled) return false;
     this.#settled = true;
-    // In order: offerEvent walks the array while waiters leave it.
+    // In order: CmId's [offerEvent] walks the array while waiters leave it.
     const waiters = this.waiters;
     const index = waiters.indexOf(this);
     if (index >= 0) {
@@ -77,7 +77,7 @@ export class Waiter {
       waiters.pop();
     }
     this.signal?.removeEventListener('abort', this);
-    this.channel.settle();
+    this.channel[settleWait]();
     return true;
   }
 }

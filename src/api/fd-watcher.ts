@@ -44,9 +44,14 @@ function stopWatchesOnExit(): void {
   });
 }
 
+/** Watchers created and not yet closed. */
+let openWatchers = 0;
+
 export class FdWatcher {
   /** Watchers created and not yet closed (a leak check for tests). */
-  static open = 0;
+  static get open(): number {
+    return openWatchers;
+  }
 
   /** This thread's watchers now watching (each keeps the process alive). */
   static get watching(): number {
@@ -63,7 +68,7 @@ export class FdWatcher {
    * runs again at once.
    */
   constructor(readonly fd: number, private readonly onReadable: () => void) {
-    FdWatcher.open++;
+    openWatchers++;
   }
 
   /**
@@ -121,7 +126,7 @@ export class FdWatcher {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    FdWatcher.open--;
+    openWatchers--;
     this.#handle?.close();
     this.#handle = undefined;
     started.delete(this);

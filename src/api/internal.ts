@@ -4,9 +4,12 @@
 // a way to hand native code a bad pointer.
 import { argumentError } from './validate.js';
 
+/** @internal */
 export const internal: unique symbol = Symbol('rdmacm.internal');
+/** @internal */
 export type Internal = typeof internal;
 
+/** @internal */
 export function assertInternal(key: unknown, what: string, instead: string): void {
   if (key !== internal) throw argumentError(what, 'this', `${what} is internal to rdmacm: ${instead}`);
 }

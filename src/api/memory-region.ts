@@ -48,7 +48,7 @@ export class MemoryRegion extends Resource {
     this.access = access;
   }
 
-  /** ibv_reg_mr; arguments are validated by the caller. */
+  /** @internal ibv_reg_mr; arguments are validated by the caller. */
   static register(key: Internal, pd: Resource, pdHandle: Pointer, memory: Uint8Array, access: readonly AccessName[], accessMask: number): MemoryRegion {
     assertInternal(key, 'MemoryRegion.register', 'use pd.register() or id.regMsgs()');
     // Reading .buffer moves a small on-heap typed array off the heap for good, so its address is stable.

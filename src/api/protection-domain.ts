@@ -26,13 +26,13 @@ export class ProtectionDomain extends Resource {
     super('protection domain', handle, parent);
   }
 
-  /** ibv_alloc_pd on a device context (see DeviceContext.allocPd). */
+  /** @internal ibv_alloc_pd on a device context (see DeviceContext.allocPd). */
   static allocate(key: Internal, context: Resource, contextHandle: Pointer): ProtectionDomain {
     assertInternal(key, 'ProtectionDomain.allocate', 'use DeviceContext.allocPd()');
     return new ProtectionDomain(checkPointer('ibv_alloc_pd', libibverbs.ibv_alloc_pd(contextHandle)), context, true);
   }
 
-  /** Wraps the PD librdmacm created for an id; closing it only deregisters its regions. */
+  /** @internal Wraps the PD librdmacm created for an id; closing it only deregisters its regions. */
   static borrow(key: Internal, handle: Pointer, owner: Resource): ProtectionDomain {
     assertInternal(key, 'ProtectionDomain.borrow', 'use id.pd');
     return new ProtectionDomain(handle, owner, false);
@@ -42,6 +42,9 @@ export class ProtectionDomain extends Resource {
    * Registers `buffer` (ibv_reg_mr). The region holds the buffer, so the memory
    * stays valid and unmoved while registered. Access defaults to LOCAL_WRITE:
    * remote access only when asked for by name.
+   * @param access - The access rights by name (LOCAL_WRITE, REMOTE_WRITE,
+   *   REMOTE_READ, REMOTE_ATOMIC, …); remote writes and atomics need LOCAL_WRITE too.
+   *   Default `['LOCAL_WRITE']`.
    */
   register(buffer: Uint8Array, access?: readonly AccessName[]): MemoryRegion {
     const operation = 'ProtectionDomain.register';
@@ -52,7 +55,10 @@ export class ProtectionDomain extends Resource {
     return MemoryRegion.register(internal, this, this.handle, memory, names, flagMask(Access, names));
   }
 
-  /** Allocates page-aligned memory and registers it; `region.buffer` is the view to use. */
+  /**
+   * Allocates page-aligned memory and registers it; `region.buffer` is the view to use.
+   * @param access - As for register(); default `['LOCAL_WRITE']`.
+   */
   allocate(size: number, access?: readonly AccessName[]): MemoryRegion {
     const operation = 'ProtectionDomain.allocate';
     const bytes = parseArgument(operation, 'size', sizeSchema, size);

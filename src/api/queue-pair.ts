@@ -65,7 +65,7 @@ export class QueuePair extends Resource {
   readonly #usesSrq: boolean;
 
   /**
-   * Wraps id->qp after rdma_create_qp/rdma_create_ep. Its CQs are `own` ones
+   * @internal Wraps id->qp after rdma_create_qp/rdma_create_ep. Its CQs are `own` ones
    * given to createQp (which this QP then uses), or else librdmacm's.
    * `protectionDomainOf` gives the PD object for qp->pd; `destroy` is
    * rdma_destroy_qp on the owning id.

@@ -17,7 +17,7 @@ export class SharedReceiveQueue extends Resource {
   readonly maxSge: number;
   readonly #target: PostTarget;
 
-  /** Wraps id->srq after rdma_create_srq; `destroy` is rdma_destroy_srq on the owning id. */
+  /** @internal Wraps id->srq after rdma_create_srq; `destroy` is rdma_destroy_srq on the owning id. */
   constructor(
     key: Internal, owner: Resource, handle: Pointer, pd: ProtectionDomain, maxWr: number, maxSge: number, private readonly destroy: () => void,
   ) {

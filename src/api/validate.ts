@@ -122,6 +122,17 @@ class ParseMemo {
   }
 }
 
+/**
+ * True when a schema takes exactly `Options`: the same fields, each accepting
+ * the same values. `satisfies` alone lets a field go missing on one side.
+ */
+export type InputIs<Schema extends z.ZodType, Options> =
+  [z.input<Schema>, keyof z.input<Schema>] extends [Options, keyof Options]
+    ? ([Options, keyof Options] extends [z.input<Schema>, keyof z.input<Schema>] ? true : false)
+    : false;
+/** Compiles only for true: `type Tied = Holds<InputIs<typeof schema, Options>>` keeps a schema and its public interface from drifting apart. */
+export type Holds<T extends true> = T;
+
 /** Throws RdmaArgumentError for a rule zod cannot see (limits known only at run time). */
 export function argumentError(operation: string, path: string, rule: string): RdmaArgumentError {
   return new RdmaArgumentError(operation, [{ path, rule }]);

@@ -18,7 +18,7 @@ import { toAddress, type Address, type Pointer } from '../ffi/library.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
 import { MemoryRegion } from './memory-region.js';
 import { nativeScratch, type NativeScratch } from './native-memory.js';
-import { argumentError, isResizable, parseArgument, u32, u64 } from './validate.js';
+import { argumentError, isResizable, parseArgument, u32, u64, type Holds, type InputIs } from './validate.js';
 import { ResourceClosedError } from './errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from './internal.js';
@@ -27,48 +27,203 @@ import type { Resource } from './resource.js';
 const ATOMIC_SIZE = 8;
 const MAX_SGE_LENGTH = 0xffffffff;
 
-/** Where a one-sided operation lands: a peer region's address and rkey (and length, to check bounds). */
+/** Where a one-sided operation lands: a peer's region (see MemoryRegion.remote and encodeRemoteRegion). */
+export interface RemoteTarget {
+  /** The remote virtual address, 0–2^64−1 (a number up to 2^53−1, or a bigint). */
+  address: bigint | number;
+  /** The peer region's rkey, 0–4294967295. */
+  rkey: number;
+  /**
+   * The bytes the remote region has from `address`: when given, a longer transfer is refused here rather than by the peer.
+   * @defaultValue none: not checked here
+   */
+  length?: number;
+}
 const remoteSchema = z.strictObject({
   address: u64,
   rkey: u32,
   length: z.number().int().min(0).optional(),
 });
+type RemoteTied = Holds<InputIs<typeof remoteSchema, RemoteTarget>>;
 
+/** Options of one receive (postRecv, prepareRecv). */
+export interface RecvOptions {
+  /**
+   * Where in the region the received bytes land, 0 up to its length.
+   * @defaultValue 0
+   */
+  offset?: number;
+  /**
+   * Bytes the receive may take, 0–4294967295 and within the region from `offset`.
+   * @defaultValue the rest of the region from `offset` (0 must be given explicitly)
+   */
+  length?: number;
+  /**
+   * Any value, handed back as the completion's `context`.
+   * @defaultValue undefined
+   */
+  context?: unknown;
+}
 const recvOptionsSchema = z.strictObject({
   offset: z.number().int().min(0).default(0),
   length: z.number().int().min(0).max(0xffffffff, 'an SGE length is a u32').optional(),
   context: z.unknown().optional(),
 });
-export type RecvOptions = z.input<typeof recvOptionsSchema>;
+type RecvTied = Holds<InputIs<typeof recvOptionsSchema, RecvOptions>>;
 
-/** Where a chain's requests find their buffers. */
+/** Where a chain's requests find their buffers: request i uses the bytes at offset + i × stride. */
+export interface ChainSlots {
+  /** How many requests the chain posts at once, 1–4096. */
+  count: number;
+  /**
+   * Where the first request's buffer starts in the region, 0 up to its length.
+   * @defaultValue 0
+   */
+  offset?: number;
+  /**
+   * Bytes of each request, 1–4294967295; every request's bytes must lie within the region.
+   * @defaultValue the stride; with no stride (or 0), the rest of the region from `offset`
+   */
+  length?: number;
+  /**
+   * Bytes from one request's buffer to the next, 0 or more; 0 puts every request on the same bytes.
+   * @defaultValue the length
+   */
+  stride?: number;
+}
+
 const chainSlotsSchema = z.strictObject({
-  /** How many requests the chain posts at once. */
   count: z.number().int().min(1).max(4096),
   offset: z.number().int().min(0).default(0),
-  /** Bytes of each request (default: the stride, or the rest of the region when the stride is 0). */
   length: z.number().int().min(1).max(0xffffffff, 'an SGE length is a u32').optional(),
-  /** Bytes from one request's buffer to the next; 0 puts every request on the same bytes. Default: the length. */
   stride: z.number().int().min(0).optional(),
 });
+type ChainSlotsTied = Holds<InputIs<typeof chainSlotsSchema, ChainSlots>>;
 
+/** prepareRecvChain's options. */
+export interface RecvChainOptions extends ChainSlots {
+  /**
+   * Any value, handed back as each completion's `context`.
+   * @defaultValue undefined
+   */
+  context?: unknown;
+}
 const recvChainOptionsSchema = chainSlotsSchema.extend({ context: z.unknown().optional() });
-export type RecvChainOptions = z.input<typeof recvChainOptionsSchema>;
+type RecvChainTied = Holds<InputIs<typeof recvChainOptionsSchema, RecvChainOptions>>;
 
+/** prepareSendChain's options. */
+export interface SendChainOptions extends ChainSlots {
+  /**
+   * Which sends complete: 'last' (one completion per post), 'all', or 'none'.
+   * @defaultValue 'last'
+   */
+  signaled?: 'last' | 'all' | 'none';
+  /**
+   * Whether the bytes go inline (copied into each request, up to the QP's maxInlineData);
+   * a plain (unregistered) buffer can only be sent inline.
+   * @defaultValue false
+   */
+  inline?: boolean;
+  /**
+   * Any value, handed back as the signaled sends' completions' `context`.
+   * @defaultValue undefined
+   */
+  context?: unknown;
+}
 const sendChainOptionsSchema = chainSlotsSchema.extend({
-  /** Which sends complete: the last (default, one completion per post), all, or none. */
   signaled: z.enum(['last', 'all', 'none']).default('last'),
   inline: z.boolean().default(false),
-  /** The context of the signaled sends' completions. */
   context: z.unknown().optional(),
 });
-export type SendChainOptions = z.input<typeof sendChainOptionsSchema>;
+type SendChainTied = Holds<InputIs<typeof sendChainOptionsSchema, SendChainOptions>>;
+
+/** A UD send's destination (rdma_post_ud_send's). */
+export interface UdDestination {
+  /** The address handle to the peer (pd.createAh(), id.addressHandleTo() or id.addressHandleFrom()). */
+  ah: AddressHandle;
+  /** The peer's QP number, 0–0xffffff (24 bits); 0xffffff sends to a multicast group. */
+  remoteQpn: number;
+  /**
+   * The peer QP's qkey, 0–4294967295.
+   * @defaultValue RDMA_UDP_QKEY (0x01234567), the qkey librdmacm gives UD QPs
+   */
+  remoteQkey?: number;
+}
+
+/** Options of one send (postSend, prepareSend): SEND, RDMA write and read, atomics. */
+export interface SendOptions {
+  /**
+   * Where in the region (or buffer) the bytes start, 0 up to its length.
+   * @defaultValue 0
+   */
+  offset?: number;
+  /**
+   * Bytes to send, 0–4294967295 and within the region from `offset`; an atomic's is 8.
+   * @defaultValue the rest of the region from `offset` (0 must be given explicitly)
+   */
+  length?: number;
+  /**
+   * Any value, handed back as the completion's `context`.
+   * @defaultValue undefined
+   */
+  context?: unknown;
+  /**
+   * 'SEND', 'RDMA_WRITE', 'RDMA_READ', 'ATOMIC_CMP_AND_SWP' or 'ATOMIC_FETCH_AND_ADD';
+   * all but SEND need `remote`.
+   * @defaultValue 'SEND'
+   */
+  opcode?: 'SEND' | 'RDMA_WRITE' | 'RDMA_READ' | 'ATOMIC_CMP_AND_SWP' | 'ATOMIC_FETCH_AND_ADD';
+  /**
+   * Atomics (required for them): the value to compare (CMP_AND_SWP) or to add (FETCH_AND_ADD), 0–2^64−1.
+   * @defaultValue none
+   */
+  compareAdd?: bigint | number;
+  /**
+   * CMP_AND_SWP (required for it): the value stored when the remote word equals compareAdd, 0–2^64−1.
+   * @defaultValue none
+   */
+  swap?: bigint | number;
+  /**
+   * Whether the bytes go inline (copied into the request, up to the QP's
+   * maxInlineData); a plain (unregistered) buffer can only be sent inline. Not for reads and atomics.
+   * @defaultValue false
+   */
+  inline?: boolean;
+  /**
+   * Whether the send produces a completion (unsignaled ones still need a signaled one now and then to free the queue).
+   * @defaultValue true
+   */
+  signaled?: boolean;
+  /**
+   * Whether the peer's solicited-only completion notification fires for it.
+   * @defaultValue false
+   */
+  solicited?: boolean;
+  /**
+   * Whether it waits for the QP's earlier reads and atomics to finish (IBV_SEND_FENCE).
+   * @defaultValue false
+   */
+  fence?: boolean;
+  /**
+   * Immediate data for the peer's completion, 0–4294967295: SEND and RDMA_WRITE only (they become *_WITH_IMM).
+   * @defaultValue none
+   */
+  immediate?: number;
+  /**
+   * Where a one-sided operation lands (required for all but SEND).
+   * @defaultValue none
+   */
+  remote?: RemoteTarget;
+  /**
+   * On a UD queue pair: the destination.
+   * @defaultValue none
+   */
+  ud?: UdDestination;
+}
 
 const sendOptionsSchema = recvOptionsSchema.extend({
   opcode: z.enum(['SEND', 'RDMA_WRITE', 'RDMA_READ', 'ATOMIC_CMP_AND_SWP', 'ATOMIC_FETCH_AND_ADD']).default('SEND'),
-  /** Atomics: the value to compare (CMP_AND_SWP) or to add (FETCH_AND_ADD). */
   compareAdd: u64.optional(),
-  /** CMP_AND_SWP: the value stored when the remote word equals compareAdd. */
   swap: u64.optional(),
   inline: z.boolean().default(false),
   signaled: z.boolean().default(true),
@@ -76,14 +231,13 @@ const sendOptionsSchema = recvOptionsSchema.extend({
   fence: z.boolean().default(false),
   immediate: u32.optional(),
   remote: remoteSchema.optional(),
-  /** UD: the destination (rdma_post_ud_send semantics: qkey RDMA_UDP_QKEY unless given). */
   ud: z.strictObject({
     ah: z.custom<AddressHandle>((value) => value instanceof AddressHandle, 'expected an AddressHandle'),
     remoteQpn: z.number().int().min(0).max(0xffffff, 'a QP number is 24 bits'),
     remoteQkey: u32.default(RDMA_UDP_QKEY),
   }).optional(),
 });
-export type SendOptions = z.input<typeof sendOptionsSchema>;
+type SendTied = Holds<InputIs<typeof sendOptionsSchema, SendOptions>>;
 
 /** What a queue pair (or shared receive queue) tells its work requests about itself. */
 export interface PostTarget {
@@ -355,6 +509,7 @@ export class PreparedSend extends PreparedWorkRequest {
   readonly #rdma: boolean;
   readonly #immediate: boolean;
 
+  /** @internal Use qp.prepareSend(). */
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedSend', 'use qp.prepareSend()');
     const operation = 'QueuePair.postSend';
@@ -480,6 +635,7 @@ export class PreparedSend extends PreparedWorkRequest {
 
 /** A receive, encoded once; post() it again each time its buffer is free. */
 export class PreparedRecv extends PreparedWorkRequest {
+  /** @internal Use qp.prepareRecv(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedRecv', 'use qp.prepareRecv()');
     const operation = 'QueuePair.postRecv';
@@ -612,6 +768,7 @@ const SEND_CHAIN_WR = { size: ibv_send_wr.size, ...SEND_WR_OFFSET };
 
 /** `count` receives in one chain: one post() refills a whole receive ring. */
 export class PreparedRecvChain extends PreparedChain {
+  /** @internal Use qp.prepareRecvChain(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
     assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
     const operation = 'QueuePair.prepareRecvChain';
@@ -636,6 +793,7 @@ export class PreparedRecvChain extends PreparedChain {
  * (a send queue completes in order), at one completion per post().
  */
 export class PreparedSendChain extends PreparedChain {
+  /** @internal Use qp.prepareSendChain(). */
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendChainOptions) {
     assertInternal(key, 'new PreparedSendChain', 'use qp.prepareSendChain()');
     const operation = 'QueuePair.prepareSendChain';

@@ -34,7 +34,7 @@ export interface FixedCall {
   readonly bound: boolean;
 }
 
-type ThreeArgumentFunction = (a: Address, b: Address, c: Address) => number;
+export type ThreeArgumentFunction = (a: Address, b: Address, c: Address) => number;
 
 /**
  * `fn(a, b, c)` with its arguments kept: bound when `repeated` and bound calls

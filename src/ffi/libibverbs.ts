@@ -2,7 +2,7 @@
 // (post/poll/notify) are static inline in verbs.h; see inline-verbs.ts.
 import { defineLibrary, fn, type FunctionSpec } from './library.js';
 
-export const libibverbsFunctions = {
+export const libibverbsFunctions = Object.freeze({
   // devices
   ibv_get_device_list: fn('struct ibv_device **', ['int *num_devices']),
   ibv_free_device_list: fn('void', ['struct ibv_device **list']),
@@ -56,10 +56,10 @@ export const libibverbsFunctions = {
   ibv_fork_init: fn('int', []),
   /** enum ibv_fork_status: 0 DISABLED, 1 ENABLED, 2 UNNEEDED (the kernel copies pinned pages at fork, 5.13+). */
   ibv_is_fork_initialized: fn('int', [], 'IBVERBS_1.13'),
-} as const satisfies Record<string, FunctionSpec>;
+} as const satisfies Record<string, FunctionSpec>);
 
 /** The first rdma-core release of each symbol version `since` names (libibverbs/libibverbs.map.in's history). */
-export const libibverbsReleases = { 'IBVERBS_1.11': '32', 'IBVERBS_1.13': '35' } as const;
+export const libibverbsReleases = Object.freeze({ 'IBVERBS_1.11': '32', 'IBVERBS_1.13': '35' } as const);
 
 export const libibverbs = defineLibrary(
   { name: 'libibverbs', sonames: ['libibverbs.so.1'], envOverride: 'RDMACM_LIBIBVERBS', releases: libibverbsReleases },

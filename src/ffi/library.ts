@@ -62,9 +62,11 @@ const POINTER_SIZE = 8;
 
 /** Declare a table entry; the literal C types are kept for the derived TypeScript signature. */
 export const fn = <const R extends string, const P extends readonly string[]>(result: R, params: P, since?: string) =>
-  (since === undefined ? { result, params } : { result, params, since }) as { readonly result: R; readonly params: P; readonly since?: string };
+  Object.freeze(since === undefined ? { result, params: Object.freeze(params) } : { result, params: Object.freeze(params), since }) as
+    { readonly result: R; readonly params: P; readonly since?: string };
 
-type Trim<S extends string> = S extends ` ${infer R}` ? Trim<R> : S extends `${infer R} ` ? Trim<R> : S;
+/** A C type's text without surrounding spaces. */
+export type Trim<S extends string> = S extends ` ${infer R}` ? Trim<R> : S extends `${infer R} ` ? Trim<R> : S;
 
 /** The TypeScript type a C parameter takes. */
 export type ParamType<P extends string> = Trim<P> extends `const char *${string}`
@@ -86,8 +88,10 @@ export type ResultType<R extends string> = R extends 'void'
         ? number | bigint
         : number;
 
-type Params<P extends readonly string[]> = { -readonly [K in keyof P]: P[K] extends string ? ParamType<P[K]> : never };
+/** The TypeScript parameter list of a table entry's C parameters. */
+export type Params<P extends readonly string[]> = { -readonly [K in keyof P]: P[K] extends string ? ParamType<P[K]> : never };
 
+/** A table entry as a TypeScript function. */
 export type BoundFunction<S extends FunctionSpec> = (...args: Params<S['params']>) => ResultType<S['result']>;
 
 export type BoundLibrary<T extends Record<string, FunctionSpec>> = { readonly [K in keyof T]: BoundFunction<T[K]> } & {

@@ -5,7 +5,7 @@
 import { defineLibrary, fn, type FunctionSpec } from './library.js';
 
 
-export const librdmacmFunctions = {
+export const librdmacmFunctions = Object.freeze({
   // RDMACM_1.0
   rdma_create_event_channel: fn('struct rdma_event_channel *', []),
   rdma_destroy_event_channel: fn('void', ['struct rdma_event_channel *channel']),
@@ -55,10 +55,10 @@ export const librdmacmFunctions = {
   rdma_resolve_addrinfo: fn('int', ['struct rdma_cm_id *id', 'const char *node', 'const char *service', 'const struct rdma_addrinfo *hints'], 'RDMACM_1.4'),
   rdma_query_addrinfo: fn('int', ['struct rdma_cm_id *id', 'struct rdma_addrinfo **info'], 'RDMACM_1.4'),
   rdma_write_cm_event: fn('int', ['struct rdma_cm_id *id', 'enum rdma_cm_event_type event', 'int status', 'uint64_t arg'], 'RDMACM_1.4'),
-} as const satisfies Record<string, FunctionSpec>;
+} as const satisfies Record<string, FunctionSpec>);
 
 /** The first rdma-core release of each symbol version (librdmacm/librdmacm.map's history). */
-export const librdmacmReleases = { 'RDMACM_1.1': '16', 'RDMACM_1.2': '23', 'RDMACM_1.3': '31', 'RDMACM_1.4': '60' } as const;
+export const librdmacmReleases = Object.freeze({ 'RDMACM_1.1': '16', 'RDMACM_1.2': '23', 'RDMACM_1.3': '31', 'RDMACM_1.4': '60' } as const);
 
 export const librdmacm = defineLibrary(
   { name: 'librdmacm', sonames: ['librdmacm.so.1'], envOverride: 'RDMACM_LIBRDMACM', releases: librdmacmReleases },

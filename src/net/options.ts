@@ -5,37 +5,41 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/completion-queue.js';
+import type { Holds, InputIs } from '../api/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
 export interface RdmaSocketSizes {
   /**
-   * Bytes of the receive ring the peer writes into (offered in halves).
+   * Bytes of the receive ring the peer writes into (offered in halves):
+   * 4096 to 2^30, a power of two or a multiple of 4096.
    * @defaultValue 131072 (rsockets' default; rstream uses 1 MiB)
    */
   readonly recvBufferSize?: number;
   /**
-   * Bytes of the registered send buffer that write() copies into.
+   * Bytes of the registered send buffer that write() copies into: 4096 to
+   * 2^30, a power of two or a multiple of 4096.
    * @defaultValue 131072
    */
   readonly sendBufferSize?: number;
   /**
-   * Send queue depth (clamped to 16–65534 and the device's limit).
+   * Send queue depth, 16–65534 (and at most the device's limit).
    * @defaultValue 384
    */
   readonly sendQueueDepth?: number;
   /**
-   * Receive queue depth: also the credits (messages) offered to the peer.
+   * Receive queue depth, 16–65534 (and at most the device's limit): also the
+   * credits (messages) offered to the peer.
    * @defaultValue 384
    */
   readonly recvQueueDepth?: number;
   /**
-   * Bytes sent inline (copied into the work request) up to this size.
+   * Bytes sent inline (copied into the work request) up to this size, 0–1024.
    * @defaultValue 64
    */
   readonly inlineSize?: number;
   /**
-   * Iomap entries the peer may write (riostream asks for 1).
+   * Iomap entries the peer may write (riostream asks for 1), 0–32512.
    * @defaultValue 0
    */
   readonly iomapEntries?: number;
@@ -66,6 +70,7 @@ export const sizesSchema = z.strictObject({
   completionMode: z.enum(COMPLETION_MODES as [CompletionMode, ...CompletionMode[]]).default('adaptive'),
   spinBudgetUs: z.number().int().min(0).max(1_000_000).default(DEFAULT_SPIN_BUDGET_US),
 }) satisfies z.ZodType<Required<RdmaSocketSizes>, RdmaSocketSizes>;
+type SizesTied = Holds<InputIs<typeof sizesSchema, RdmaSocketSizes>>;
 export type ResolvedSizes = z.output<typeof sizesSchema>;
 /** rsockets' sizes, resolved once. */
 export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}));
@@ -101,29 +106,42 @@ function refuseUnsupported(operation: string, options: object): void {
 
 /** What connect() and createConnection() take. */
 export interface RdmaConnectOptions {
-  /** The peer's port (rdma_cm's TCP port space: rsockets' tools use 7471 and 7427). */
+  /** The peer's port, 0–65535 (rdma_cm's TCP port space: rsockets' tools use 7471 and 7427). */
   readonly port: number;
-  /** @defaultValue 'localhost' (which no RDMA device serves: give the peer's address) */
+  /**
+   * The peer's host name or address, 1–255 characters.
+   * @defaultValue 'localhost' (which no RDMA device serves: give the peer's address)
+   */
   readonly host?: string;
-  /** The local address to connect from (its RDMA device is used). */
+  /**
+   * The numeric IP address to connect from (its RDMA device is used).
+   * @defaultValue none: the route to the peer chooses
+   */
   readonly localAddress?: string;
-  /** @defaultValue 0 (any family); 4 or 6 restricts name resolution */
+  /**
+   * The port to connect from, 0–65535; only with localAddress.
+   * @defaultValue 0 (rdma_cm picks one)
+   */
+  readonly localPort?: number;
+  /** 0 (any family), or 4 or 6 to restrict name resolution. @defaultValue 0 */
   readonly family?: 0 | 4 | 6;
-  /** Idle timeout in ms, as setTimeout(). @defaultValue 0 (none) */
+  /** Idle timeout in ms, 0–2147483647, as setTimeout(). @defaultValue 0 (none) */
   readonly timeout?: number;
-  /** Bound on address and route resolution and the connection handshake, in ms. @defaultValue 10000 */
+  /** Bound on address and route resolution and the connection handshake, in ms, 1–2147483647. @defaultValue 10000 */
   readonly connectTimeout?: number;
-  /** @defaultValue false: the socket ends its writable side when the peer ends */
+  /** Whether the socket stays writable after the peer ends. @defaultValue false: the socket ends its writable side when the peer ends */
   readonly allowHalfOpen?: boolean;
+  /** Aborts the connection attempt, or destroys the socket. @defaultValue none */
   readonly signal?: AbortSignal;
   /** Accepted for node:net compatibility; rsockets sends at once anyway. @defaultValue true */
   readonly noDelay?: boolean;
-  /** @defaultValue false */
+  /** Whether keepalive probes are sent. @defaultValue false */
   readonly keepAlive?: boolean;
-  /** ms between keepalive probes. @defaultValue 0 (7200 s, as TCP's default) */
+  /** ms before the first keepalive probe, 0–2147483647. @defaultValue 0 (7200 s, as TCP's default) */
   readonly keepAliveInitialDelay?: number;
-  /** Stream highWaterMark (both sides), in bytes. @defaultValue Node's default */
+  /** Stream highWaterMark (both sides), in bytes, 1 or more. @defaultValue Node's default */
   readonly highWaterMark?: number;
+  /** RDMA-specific sizes (see each one's default). @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
 }
 
@@ -143,22 +161,24 @@ export const connectSchema = z.strictObject({
   highWaterMark: z.number().int().min(1).optional(),
   rdma: sizesSchema.default(DEFAULT_SIZES),
 }) satisfies z.ZodType<unknown, RdmaConnectOptions>;
+type ConnectTied = Holds<InputIs<typeof connectSchema, RdmaConnectOptions>>;
 export type ResolvedConnect = z.output<typeof connectSchema>;
 
 /** What createServer() takes. */
 export interface RdmaServerOptions {
-  /** @defaultValue false */
+  /** Whether accepted sockets stay writable after their peer ends. @defaultValue false */
   readonly allowHalfOpen?: boolean;
   /** Accepted sockets start paused. @defaultValue false */
   readonly pauseOnConnect?: boolean;
-  /** @defaultValue true */
+  /** As RdmaConnectOptions.noDelay, for accepted sockets. @defaultValue true */
   readonly noDelay?: boolean;
-  /** @defaultValue false */
+  /** Whether accepted sockets send keepalive probes. @defaultValue false */
   readonly keepAlive?: boolean;
-  /** @defaultValue 0 */
+  /** ms before the first keepalive probe, 0–2147483647. @defaultValue 0 (7200 s, as TCP's default) */
   readonly keepAliveInitialDelay?: number;
+  /** Stream highWaterMark of accepted sockets, in bytes, 1 or more. @defaultValue Node's default */
   readonly highWaterMark?: number;
-  /** Sizes of every accepted connection. */
+  /** Sizes of every accepted connection. @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
 }
 
@@ -171,16 +191,18 @@ export const serverSchema = z.strictObject({
   highWaterMark: z.number().int().min(1).optional(),
   rdma: sizesSchema.default(DEFAULT_SIZES),
 }) satisfies z.ZodType<unknown, RdmaServerOptions>;
+type ServerTied = Holds<InputIs<typeof serverSchema, RdmaServerOptions>>;
 export type ResolvedServer = z.output<typeof serverSchema>;
 
 /** What listen() takes. */
 export interface RdmaListenOptions {
-  /** @defaultValue 0 (rdma_cm picks one) */
+  /** The port to listen on, 0–65535. @defaultValue 0 (rdma_cm picks one) */
   readonly port?: number;
-  /** @defaultValue '0.0.0.0' (every RDMA device's IPv4 addresses) */
+  /** The address to listen on, 1–255 characters. @defaultValue '0.0.0.0' (every RDMA device's IPv4 addresses) */
   readonly host?: string;
-  /** @defaultValue 511, as node:net */
+  /** Connection requests queued before accept, 0–2147483647. @defaultValue 511, as node:net */
   readonly backlog?: number;
+  /** Closes the server when aborted. @defaultValue none */
   readonly signal?: AbortSignal;
 }
 
@@ -190,6 +212,7 @@ export const listenSchema = z.strictObject({
   backlog: z.number().int().min(0).max(0x7fffffff).default(511),
   signal: z.instanceof(AbortSignal).optional(),
 }) satisfies z.ZodType<unknown, RdmaListenOptions>;
+type ListenTied = Holds<InputIs<typeof listenSchema, RdmaListenOptions>>;
 export type ResolvedListen = z.output<typeof listenSchema>;
 
 export function parseOptions<S extends z.ZodType>(operation: string, schema: S, options: unknown): z.output<S> {

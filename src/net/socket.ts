@@ -11,6 +11,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { createId, type CmId } from '../api/cm-id.js';
 import type { SocketAddress } from '../api/socket-address.js';
+import type { Holds, InputIs } from '../api/validate.js';
 import { abortError } from '../api/errors.js';
 import { ChannelHold } from './shared-channel.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
@@ -28,11 +29,13 @@ const DEFAULT_KEEPALIVE_MS = 7_200_000;
 
 /** What `new RdmaSocket()` takes. */
 export interface RdmaSocketOptions {
-  /** @defaultValue false */
+  /** Whether the socket stays writable after the peer ends. @defaultValue false */
   readonly allowHalfOpen?: boolean;
+  /** Stream highWaterMark (both sides), in bytes, 1 or more. @defaultValue Node's default */
   readonly highWaterMark?: number;
-  /** Aborting destroys the socket with an AbortError. */
+  /** Aborting destroys the socket with an AbortError. @defaultValue none */
   readonly signal?: AbortSignal;
+  /** RDMA-specific sizes (see each one's default). @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
 }
 
@@ -42,6 +45,7 @@ const socketSchema = z.strictObject({
   signal: z.instanceof(AbortSignal).optional(),
   rdma: sizesSchema.optional(),
 });
+type SocketOptionsTied = Holds<InputIs<typeof socketSchema, RdmaSocketOptions>>;
 
 /** Writes waiting for staging room: the chunks, where in them, and the stream's callback. */
 interface PendingWrite {

@@ -5,3 +5,7 @@ export * from './verbs-device.js';
 export * from './verbs-resources.js';
 export * from './verbs-work.js';
 export * from './rdma-cma.js';
+
+import { declaredLayouts } from './registry.js';
+// The modules above are the only ones that declare layouts, and they have run by now.
+Object.freeze(declaredLayouts);

@@ -27,15 +27,18 @@ export function layoutsFor(release: string | number): DeclaredLayout[] {
   return declaredLayouts.filter((layout) => inReleaseRange(layout.releases, release));
 }
 
-export const declaredLayouts: DeclaredLayout[] = [];
+const layouts: DeclaredLayout[] = [];
+/** Every declared layout; frozen by structs/index.ts once the struct modules have declared theirs. */
+export const declaredLayouts: readonly DeclaredLayout[] = layouts;
 
 /** koffi's field map (its last overload of struct() takes only the fields). */
-type Fields = Parameters<typeof koffi.struct>[0];
+/** The fields of a struct, in koffi.struct's form. */
+export type StructFields = Parameters<typeof koffi.struct>[0];
 
 /** koffi.struct under the C struct's own name (so koffi.type('ibv_wc') resolves it). */
-export function cStruct(name: string, fields: Fields): TypeObject {
+export function cStruct(name: string, fields: StructFields): TypeObject {
   const type = koffi.struct(name, fields);
-  declaredLayouts.push({ cName: `struct ${name}`, type });
+  layouts.push(Object.freeze({ cName: `struct ${name}`, type }));
   return type;
 }
 
@@ -44,16 +47,16 @@ export function cStruct(name: string, fields: Fields): TypeObject {
  * it as `koffiName`, the layout test compares it as `struct cName` with the
  * headers of a release in `releases`.
  */
-export function cStructOfReleases(koffiName: string, cName: string, releases: ReleaseRange, fields: Fields): TypeObject {
+export function cStructOfReleases(koffiName: string, cName: string, releases: ReleaseRange, fields: StructFields): TypeObject {
   const type = koffi.struct(koffiName, fields);
-  declaredLayouts.push({ cName: `struct ${cName}`, type, releases });
+  layouts.push(Object.freeze({ cName: `struct ${cName}`, type, releases: Object.freeze({ ...releases }) }));
   return type;
 }
 
 /** koffi.union under the C union's own name. */
-export function cUnion(name: string, fields: Fields): TypeObject {
+export function cUnion(name: string, fields: StructFields): TypeObject {
   const type = koffi.union(name, fields);
-  declaredLayouts.push({ cName: `union ${name}`, type });
+  layouts.push(Object.freeze({ cName: `union ${name}`, type }));
   return type;
 }
 
@@ -71,5 +74,5 @@ export function memberOffset(type: TypeObject, path: string): number {
 }
 
 /** An anonymous struct or union nested in another declaration (checked through its parent). */
-export const anonymousStruct = (fields: Fields): TypeObject => koffi.struct(fields);
-export const anonymousUnion = (fields: Fields): TypeObject => koffi.union(fields);
+export const anonymousStruct = (fields: StructFields): TypeObject => koffi.struct(fields);
+export const anonymousUnion = (fields: StructFields): TypeObject => koffi.union(fields);

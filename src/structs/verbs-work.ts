@@ -59,12 +59,12 @@ export interface IbvRecvWr {
  * Byte offsets of the work-request fields written straight into native memory
  * (prepared requests and the rdma_verbs.h helpers), read from the layouts above.
  */
-export const SGE_OFFSET = {
+export const SGE_OFFSET = Object.freeze({
   addr: memberOffset(ibv_sge, 'addr'),
   length: memberOffset(ibv_sge, 'length'),
   lkey: memberOffset(ibv_sge, 'lkey'),
-};
-export const SEND_WR_OFFSET = {
+});
+export const SEND_WR_OFFSET = Object.freeze({
   wrId: memberOffset(ibv_send_wr, 'wr_id'),
   next: memberOffset(ibv_send_wr, 'next'),
   sgList: memberOffset(ibv_send_wr, 'sg_list'),
@@ -81,13 +81,13 @@ export const SEND_WR_OFFSET = {
   udAh: memberOffset(ibv_send_wr, 'wr.ud.ah'),
   udRemoteQpn: memberOffset(ibv_send_wr, 'wr.ud.remote_qpn'),
   udRemoteQkey: memberOffset(ibv_send_wr, 'wr.ud.remote_qkey'),
-};
-export const RECV_WR_OFFSET = {
+});
+export const RECV_WR_OFFSET = Object.freeze({
   wrId: memberOffset(ibv_recv_wr, 'wr_id'),
   next: memberOffset(ibv_recv_wr, 'next'),
   sgList: memberOffset(ibv_recv_wr, 'sg_list'),
   numSge: memberOffset(ibv_recv_wr, 'num_sge'),
-};
+});
 
 /** struct ibv_wc: one work completion. imm_data is in network byte order (union with invalidated_rkey). */
 export const ibv_wc = cStruct('ibv_wc', {

@@ -306,7 +306,7 @@ test('MemoryRegion.pageAligned(size) with bounded sizes: a zero-filled, page-ali
 test('enum helpers: nameOf never throws and round-trips; flagMask/flagNames round-trip', () => {
   const tableName = fc.constantFrom(...(Object.keys(ENUM_TABLES) as (keyof typeof ENUM_TABLES)[]));
   fc.assert(fc.property(tableName, fc.oneof(nastyNumber, junk), fc.integer({ min: 0, max: 255 }), (name, value, pick) => {
-    const table = ENUM_TABLES[name] as { values: Record<string, number>; names: string[]; nameOf(v: number): string };
+    const table = ENUM_TABLES[name] as { values: Record<string, number>; names: readonly string[]; nameOf(v: number): string };
     const known = table.names[pick % table.names.length]!;
     assert.equal(table.nameOf(table.values[known]!), known);
     return call('nameOf', () => table.nameOf(value as number), (result) =>
@@ -316,7 +316,7 @@ test('enum helpers: nameOf never throws and round-trips; flagMask/flagNames roun
   // flagMask/flagNames are internal (they take validated names), so only valid input: a round trip.
   const flagTables = { Access, AddrInfoFlag, WcFlag } as const;
   fc.assert(fc.property(fc.constantFrom(...(Object.keys(flagTables) as (keyof typeof flagTables)[])), fc.nat(), (name, seed) => {
-    const table = flagTables[name] as { values: Record<string, number>; names: string[] };
+    const table = flagTables[name] as { values: Record<string, number>; names: readonly string[] };
     const chosen = table.names.filter((_, i) => (seed >> i) & 1);
     return call(`${name}.flagMask/flagNames`, () => flagNames(table, flagMask(table, chosen)), (names) =>
       names.length === chosen.length && names.every((n) => chosen.includes(n)));
