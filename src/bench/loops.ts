@@ -473,6 +473,97 @@ export function bandwidthServer(link: Link, plan: Plan): BandwidthResult {
   return bandwidthResult(plan.size, messages, (ended - started) * 1000);
 }
 
+/**
+ * bandwidthClient on the event loop: the same stream, but when the send queue
+ * has nothing to reap the client awaits `sendCq.next()` in `wait` mode (one
+ * promise per wake-up, not per completion) and then drains with poll().
+ */
+export async function bandwidthClientOnEvents(link: Link, plan: Plan, progress: Progress | undefined, wait: CompletionMode): Promise<BandwidthResult> {
+  const { qp, sendSignaled, sendUnsignaled } = link;
+  const sendCq = qp.sendCq;
+  sendCq.mode = wait;
+  const ring = new Float64Array(WINDOW / SIGNAL_EVERY + 3);
+  let head = 0;
+  let tail = 0;
+  let posted = 0;
+  let completed = 0;
+  const total = plan.warmup + plan.iters;
+  let startedAt = performance.now();
+  const retire = (now: number): void => {
+    completed = ring[head]!;
+    head = head + 1 === ring.length ? 0 : head + 1;
+    startedAt = completed === plan.warmup ? now : startedAt;
+  };
+  while (completed < total) {
+    while (posted < total && posted - completed < WINDOW) {
+      posted++;
+      if (posted % SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
+        sendSignaled.post();
+        ring[tail] = posted;
+        tail = tail + 1 === ring.length ? 0 : tail + 1;
+      } else {
+        sendUnsignaled.post();
+      }
+    }
+    const done = sendCq.poll(16);
+    if (done === 0) {
+      await sendCq.next(); // a failed send rejects with WorkCompletionError
+      retire(performance.now());
+      continue;
+    }
+    checkStatuses(sendCq, done, 'send');
+    const now = performance.now();
+    for (let i = 0; i < done; i++) retire(now);
+    progress?.tick(Math.max(0, completed - plan.warmup));
+  }
+  return bandwidthResult(plan.size, completed - plan.warmup, (performance.now() - startedAt) * 1000);
+}
+
+/** bandwidthServer on the event loop: an empty receive queue is awaited with `recvCq.next()` in `wait` mode, then drained with poll(). */
+export async function bandwidthServerOnEvents(link: Link, plan: Plan, wait: CompletionMode): Promise<BandwidthResult> {
+  const { qp, recvChain } = link;
+  const recvCq = qp.recvCq;
+  recvCq.mode = wait;
+  let received = 0;
+  let consumed = 0;
+  let started = 0;
+  let ended = 0;
+  const measureFrom = plan.warmup;
+  const measureTo = plan.durationMs > 0 ? Number.POSITIVE_INFINITY : plan.warmup + plan.iters;
+  /** One receive: false for the client's zero-byte stop message. */
+  const count = (byteLen: number, now: number): boolean => {
+    if (byteLen === 0) return false;
+    received++;
+    if (received === measureFrom) started = now;
+    if (received <= measureTo) ended = now;
+    return true;
+  };
+  for (;;) {
+    let got = recvCq.poll(16);
+    let stop = false;
+    if (got === 0) {
+      const completion = await recvCq.next();
+      got = 1;
+      stop = !count(completion.byteLen, performance.now());
+    } else {
+      const now = performance.now();
+      for (let i = 0; i < got && !stop; i++) {
+        if (recvCq.statusAt(i) !== 0) checkStatuses(recvCq, got, 'receive');
+        stop = !count(recvCq.byteLenAt(i), now);
+      }
+    }
+    if (stop) break;
+    consumed += got;
+    while (consumed >= RECV_CHAIN) {
+      recvChain.post();
+      consumed -= RECV_CHAIN;
+    }
+  }
+  const messages = Math.min(received, measureTo) - measureFrom;
+  if (messages <= 0 || ended <= started) throw new BenchError('the client sent no measured messages');
+  return bandwidthResult(plan.size, messages, (ended - started) * 1000);
+}
+
 /** Waits for the completions of the last `pendingSignaled` signaled sends (a loop's last ones, or the stop message). */
 export function waitForSends(link: Link, pendingSignaled: number): void {
   const sendCq = link.qp.sendCq;

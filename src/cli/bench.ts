@@ -16,7 +16,7 @@ import { COMPLETION_MODES, type CompletionMode } from '../api/completion-queue.j
 import { TimerProbe, timerLine, type TimerLateness } from '../bench/timer-probe.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
-  DEFAULT_MAX_INLINE, bandwidthClient, bandwidthServer, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
+  DEFAULT_MAX_INLINE, bandwidthClient, bandwidthClientOnEvents, bandwidthServer, bandwidthServerOnEvents, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from '../bench/loops.js';
@@ -55,7 +55,9 @@ Options:
                          Defaults: 1000 iterations after 1000 warm-up
       --wait MODE        lat: await each receive with cq.next() in MODE: events (as
                          -e), adaptive (the API's default: poll ~50 µs after a
-                         completion, then sleep) or busy-poll; same defaults as -e
+                         completion, then sleep) or busy-poll; same defaults as -e.
+                         bw: each side awaits cq.next() in MODE when its queue is
+                         empty, then drains it with poll(); each side chooses
       --timer            lat with -e or --wait: run a 1 ms interval timer beside the
                          ping-pong and report how late its ticks fire (ms): how much
                          of the event loop the completion loop leaves to others
@@ -230,14 +232,15 @@ export async function runBench(argv: string[]): Promise<number> {
   }
   const wait = values.events === true ? 'events' : (values.wait as CompletionMode | undefined);
   const onEvents = wait !== undefined;
-  if (onEvents && mode !== 'lat') return fail('-e and --wait are for lat');
+  if (values.events === true && mode !== 'lat') return fail('-e is for lat (bw takes --wait)');
+  if (onEvents && mode === 'bw' && values.duration !== undefined) return fail('bw with --wait counts messages: give -n, not -D');
   if (values.timer === true && !onEvents) return fail('--timer needs the event loop: give -e or --wait');
   let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number;
   try {
     size = integerOption(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
     iters = integerOption(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' && !onEvents ? 10_000 : 1000);
     // A wake-up costs far more than V8's optimizing does: fewer round trips suffice.
-    warmup = integerOption(values.warmup, '--warmup', 100_000_000) ?? (onEvents ? EVENTS_WARMUP : warmupFor(mode, size));
+    warmup = integerOption(values.warmup, '--warmup', 100_000_000) ?? (onEvents && mode === 'lat' ? EVENTS_WARMUP : warmupFor(mode, size));
     durationMs = (integerOption(values.duration, '--duration', 3600) ?? 0) * 1000;
     port = integerOption(values.port, '--port', 65535) ?? DEFAULT_PORT;
     maxInline = integerOption(values.inline, '--inline', 65536, 0) ?? DEFAULT_MAX_INLINE;
@@ -273,7 +276,7 @@ export async function runBench(argv: string[]): Promise<number> {
       const progress = showProgress && durationMs === 0 ? new Progress(true, `bench ${mode} ${size} B`, iters) : undefined;
       const probe = values.timer === true ? new TimerProbe() : undefined;
       probe?.start();
-      result = mode === 'bw' ? bandwidthClient(link, plan, progress)
+      result = mode === 'bw' ? (wait ? await bandwidthClientOnEvents(link, plan, progress, wait) : bandwidthClient(link, plan, progress))
         : onEvents ? await latencyClientOnEvents(link, plan, progress, wait) : latencyClient(link, plan, progress);
       if (probe) result = { ...result, ...probe.stop() } as LatencyResult & TimerLateness;
       progress?.done();
@@ -282,7 +285,7 @@ export async function runBench(argv: string[]): Promise<number> {
     } else {
       if (!json) process.stderr.write(`rdmacm bench ${mode}: waiting for a client on port ${port}\n`);
       ({ listener, link, plan } = await acceptClient(channel, port, mode, maxInline));
-      result = plan.mode === 'bw' ? bandwidthServer(link, plan)
+      result = plan.mode === 'bw' ? (wait ? await bandwidthServerOnEvents(link, plan, wait) : bandwidthServer(link, plan))
         : onEvents ? await latencyServerOnEvents(link, plan, wait) : latencyServer(link, plan);
     }
     await hangUp(link, address !== undefined);
