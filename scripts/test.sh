@@ -11,7 +11,10 @@
 # With CI=true the device tier must really run: a skipped device test fails it.
 # In the VM the tier also boots two guests joined by a virtual link for the
 # round-trip, loss and link-flap tests (tests/twohost); a host's own device has
-# no peer.
+# no peer. Last, one short step boots Debian 13's kernel with its glibc and
+# rdma-core 56 laid over this host's files (rxe-vm.sh --distro trixie) for the
+# smoke test, with the harness's RDMACM_TEST_* variables unset, as on a user's
+# own host: the tier finds the device, its port and address by itself.
 set -euo pipefail
 
 # Everything is in functions, read whole before anything runs: editing this
@@ -66,6 +69,11 @@ main() {
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+        echo "== device tier, rdma-core 56 guest: smoke (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
+        tier_run bash scripts/rxe-vm.sh --distro trixie --timeout 600 -- sh -c \
+          'unset RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
+           node scripts/platform.mjs --expect-rdma-core 56 && node bin/rdmacm smoke &&
+           RDMACM_TEST_ONLY=smoke,connection exec node dist/tests/device/run.js' || status=1
       fi
     fi
   fi
