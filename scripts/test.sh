@@ -34,6 +34,8 @@ summary() {
        /^(\[host[0-9]+\] )?(# |ℹ )fail [0-9]+$/ { failed += $NF }
        /^(\[host[0-9]+\] )?(# |ℹ )cancelled [0-9]+$/ { cancelled += $NF }
        END { printf "tests: %d passed, %d failed, %d cancelled\n", passed, failed, cancelled }' "$log"
+  # what each step ran on (scripts/platform.mjs; the README's platform table quotes these)
+  sed -n 's/^\(\[host0\] \)\{0,1\}platform: /platform: /p' "$log"
 }
 
 main() {
@@ -50,12 +52,14 @@ main() {
 
   if [ "$tier" = all ] || [ "$tier" = host ]; then
     echo "== host tier"
+    tier_run node scripts/platform.mjs --step 'host tier' || status=1
     tier_run node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
   fi
 
   if [ "$tier" = all ] || [ "$tier" = device ]; then
     if host_has_device; then
       echo "== device tier (on this host's RDMA device)"
+      tier_run node scripts/platform.mjs --step 'device tier (this host)' || status=1
       tier_run node dist/tests/device/run.js || status=1
     else
       # The rdma-core 56 device test runs Debian 13's libc6 and libibverbs1,
@@ -65,14 +69,15 @@ main() {
       # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
       local only=()
       if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
-      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- node dist/tests/device/run.js || status=1
+      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- sh -c \
+        'node scripts/platform.mjs --step "device tier (soft-RoCE VM)" && exec node dist/tests/device/run.js' || status=1
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
         echo "== device tier, rdma-core 56 guest: smoke (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
         tier_run bash scripts/rxe-vm.sh --distro trixie --timeout 600 -- sh -c \
           'unset RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
-           node scripts/platform.mjs --expect-rdma-core 56 && node bin/rdmacm smoke &&
+           node scripts/platform.mjs --step "device tier, rdma-core 56 guest: smoke" --expect-rdma-core 56 && node bin/rdmacm smoke &&
            RDMACM_TEST_ONLY=smoke,connection exec node dist/tests/device/run.js' || status=1
       fi
     fi
