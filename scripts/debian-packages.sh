@@ -28,6 +28,14 @@ suite=$1
 shift
 cache=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}/$suite
 
+# An unpacked root already there is answered before anything is written: the
+# soft-RoCE guest reads this cache on a read-only file system.
+root="$cache/root-$(printf '%s\n' "$@" | sort | tr '\n' '+' | sed 's/+$//')"
+if [ "$mode" = unpack ] && [ -f "$root/.complete" ] && [ "$refresh" = 0 ]; then
+  echo "$root"
+  exit 0
+fi
+
 mkdir -p "$cache/lists/partial" "$cache/archives/partial" "$cache/debs"
 echo "deb http://deb.debian.org/debian $suite main" > "$cache/sources.list"
 apt_options=(
@@ -55,11 +63,6 @@ case $mode in
     exit 0 ;;
 esac
 
-root="$cache/root-$(printf '%s\n' "$@" | sort | tr '\n' '+' | sed 's/+$//')"
-if [ -f "$root/.complete" ] && [ "$refresh" = 0 ]; then
-  echo "$root"
-  exit 0
-fi
 echo "debian-packages: fetching $* from Debian $suite" >&2
 update_lists
 (cd "$cache/debs" && rm -f ./*.deb && apt-get "${apt_options[@]}" -qq download "$@" >&2)
