@@ -207,6 +207,7 @@ ensure_packages() {
   check_host_kind
   local want=(qemu-system-x86 busybox-static rdmacm-utils ibverbs-utils ibverbs-providers
               librdmacm1 libibverbs1 perftest iproute2 xz-utils)
+  [ "$DISTRO" = trixie ] && want+=(zstd)   # Debian 13's kernel image is zstd-compressed
   local missing=() p
   for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -292,11 +293,16 @@ kernel_pkg_name() {
 
 # Booting the uncompressed ELF vmlinux (PVH entry) instead of the bzImage
 # saves the ~3 s the xz decompressor needs under TCG.
+# Debian 12's is xz-compressed, Debian 13's zstd.
 extract_vmlinux() { # bzImage out
-  local off
+  local off unpack=(xz -dc)
   off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$1" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+  if [ -z "$off" ] && command -v zstd >/dev/null 2>&1; then
+    off=$(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$1" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+    unpack=(zstd -dc)
+  fi
   [ -n "$off" ] || return 1
-  tail -c +"$((off + 1))" "$1" | xz -dc >"$2.tmp" 2>/dev/null || true   # trailing garbage is fine
+  tail -c +"$((off + 1))" "$1" | "${unpack[@]}" >"$2.tmp" 2>/dev/null || true   # trailing garbage is fine
   if [ "$(head -c 4 "$2.tmp" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; then
     mv "$2.tmp" "$2"
   else
