@@ -3,20 +3,35 @@
 # without installing them or touching this machine's apt configuration: apt
 # runs with its own sources list, lists and cache (signatures checked against
 # the machine's trusted Debian keys), `apt-get download` fetches, `dpkg -x`
-# unpacks. For the layout test against rdma-core 56's headers (trixie).
+# unpacks. For the layout test against rdma-core 56's headers (trixie) and the
+# trixie guest of scripts/rxe-vm.sh (--distro trixie).
 #
-#   scripts/debian-packages.sh SUITE PACKAGE...    prints the unpacked root
+#   scripts/debian-packages.sh SUITE PACKAGE...         prints the unpacked root
+#   scripts/debian-packages.sh --depends SUITE PACKAGE  prints `apt-cache depends`
+#   scripts/debian-packages.sh --download SUITE DIR PACKAGE...
+#                                                       downloads the .debs into DIR
+#   --refresh before the mode: update the lists first even if they are there
 #
 # Cache: ${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}/SUITE/
 # (root-PACKAGES holds the files; delete the folder to start over).
 set -euo pipefail
 
-[ $# -ge 2 ] || { echo "usage: $0 SUITE PACKAGE..." >&2; exit 2; }
+refresh=0
+if [ "${1:-}" = --refresh ]; then refresh=1; shift; fi
+mode=unpack
+case ${1:-} in
+  --depends) mode=depends; shift ;;
+  --download) mode=download; shift ;;
+esac
+[ $# -ge 2 ] || { echo "usage: $0 [--refresh] [--depends|--download DIR] SUITE PACKAGE..." >&2; exit 2; }
 suite=$1
 shift
 cache=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}/$suite
+
+# An unpacked root already there is answered before anything is written: the
+# soft-RoCE guest reads this cache on a read-only file system.
 root="$cache/root-$(printf '%s\n' "$@" | sort | tr '\n' '+' | sed 's/+$//')"
-if [ -f "$root/.complete" ]; then
+if [ "$mode" = unpack ] && [ -f "$root/.complete" ] && [ "$refresh" = 0 ]; then
   echo "$root"
   exit 0
 fi
@@ -29,8 +44,27 @@ apt_options=(
   -o Dir::State::Status=/dev/null -o "APT::Architecture=$(dpkg --print-architecture)"
   -o Debug::NoLocking=1 -o APT::Sandbox::User=root
 )
+update_lists() { apt-get "${apt_options[@]}" -qq update >&2; }
+have_lists() { ls "$cache"/lists/*_Packages* >/dev/null 2>&1; }
+
+case $mode in
+  depends)
+    if [ "$refresh" = 1 ] || ! have_lists; then update_lists; fi
+    apt-cache "${apt_options[@]}" depends "$1"
+    exit 0 ;;
+  download)
+    dir=$1
+    shift
+    if [ "$refresh" = 1 ] || ! have_lists; then update_lists; fi
+    mkdir -p "$dir"
+    # lists older than the mirror can name files it has dropped: update once and retry
+    (cd "$dir" && apt-get "${apt_options[@]}" -qq download "$@" >&2) ||
+      { update_lists && (cd "$dir" && apt-get "${apt_options[@]}" -qq download "$@" >&2); }
+    exit 0 ;;
+esac
+
 echo "debian-packages: fetching $* from Debian $suite" >&2
-apt-get "${apt_options[@]}" -qq update >&2
+update_lists
 (cd "$cache/debs" && rm -f ./*.deb && apt-get "${apt_options[@]}" -qq download "$@" >&2)
 rm -rf "$root"
 mkdir -p "$root"

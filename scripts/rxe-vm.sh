@@ -4,7 +4,7 @@
 # no RDMA stack (CI runners, containers).
 #
 # Usage:
-#   scripts/rxe-vm.sh [--hosts N] [--timeout S] [-e NAME[=VALUE]]... -- COMMAND [ARGS...]
+#   scripts/rxe-vm.sh [--hosts N] [--distro D] [--timeout S] [-e NAME[=VALUE]]... -- COMMAND [ARGS...]
 #   scripts/rxe-vm.sh --prepare        # install/download/build everything, boot nothing
 #   scripts/rxe-vm.sh --help
 #
@@ -17,6 +17,20 @@
 #                     really cross a link. rxe0 sits on eth0; addresses
 #                     10.78.0.1 (host0) and 10.78.0.2 (host1). COMMAND runs on
 #                     both guests; output lines are prefixed "[host0] "/"[host1] ".
+#   --distro D     bookworm (default, env RDMACM_VM_DISTRO) or trixie.
+#                  bookworm: the guest boots the kernel the host's apt names
+#                     (Debian 12: 6.1) and runs the host's own files.
+#                  trixie: the guest boots Debian 13's kernel (6.12) and its
+#                     root is the host's with Debian 13's glibc (2.41) and
+#                     rdma-core 56 laid over it (libc6, libibverbs1,
+#                     librdmacm1t64, ibverbs-providers, ibverbs-utils,
+#                     rdmacm-utils, libnl-3-200, libnl-route-3-200, unpacked by
+#                     scripts/debian-packages.sh into its cache, and joined to
+#                     the host root with a read-only overlayfs in the guest).
+#                     node and every other program stay the host's. The
+#                     dpkg database stays the host's too: ask the files
+#                     (readlink -f /lib/x86_64-linux-gnu/librdmacm.so.1), not dpkg.
+#                     Needs the network once (Debian's archive), then the cache.
 #   --timeout S    Overall limit in seconds (default 1200, env RDMACM_VM_TIMEOUT).
 #   --project DIR  The folder shared writable, where COMMAND runs (default: the
 #                  parent of this scripts/ folder). For an installed package,
@@ -77,7 +91,9 @@
 #   (A COMMAND that itself exits 124/125 is indistinguishable; read stderr.)
 #
 # Cache: ${RDMACM_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-vm}
-#   kernel/<linux-image-package>/  vmlinuz + the needed .ko files
+#   kernel/<linux-image-package>/  vmlinuz + the needed .ko files (decompressed)
+#   (--distro trixie: the kernel and the userland also pass through
+#   scripts/debian-packages.sh's cache, $RDMACM_DEBIAN_CACHE)
 #   initramfs-<hash>.cpio          rebuilt whenever the init script, the module
 #                                  list, the kernel or busybox change
 #   A second run downloads nothing. Delete the folder to start over.
@@ -110,6 +126,7 @@ usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
 
 # ---------------------------------------------------------------- arguments
 HOSTS=1
+DISTRO=${RDMACM_VM_DISTRO:-bookworm}
 TIMEOUT=${RDMACM_VM_TIMEOUT:-1200}
 VERBOSE=${RDMACM_VM_VERBOSE:-0}
 PREPARE_ONLY=0
@@ -118,6 +135,8 @@ while [ $# -gt 0 ]; do
   case $1 in
     --hosts) [ $# -ge 2 ] || die $EXIT_USAGE "--hosts needs a value"; HOSTS=$2; shift 2 ;;
     --hosts=*) HOSTS=${1#*=}; shift ;;
+    --distro) [ $# -ge 2 ] || die $EXIT_USAGE "--distro needs a value"; DISTRO=$2; shift 2 ;;
+    --distro=*) DISTRO=${1#*=}; shift ;;
     --timeout) [ $# -ge 2 ] || die $EXIT_USAGE "--timeout needs a value"; TIMEOUT=$2; shift 2 ;;
     --timeout=*) TIMEOUT=${1#*=}; shift ;;
     --project) [ $# -ge 2 ] || die $EXIT_USAGE "--project needs a folder"; PROJECT_DIR=$(cd "$2" && pwd -P) || die $EXIT_USAGE "no folder $2"; shift 2 ;;
@@ -132,6 +151,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $HOSTS in 1|2) ;; *) die $EXIT_USAGE "--hosts must be 1 or 2" ;; esac
+case $DISTRO in bookworm|trixie) ;; *) die $EXIT_USAGE "--distro must be bookworm or trixie" ;; esac
 case $TIMEOUT in ''|*[!0-9]*) die $EXIT_USAGE "--timeout must be a whole number of seconds" ;; esac
 if [ "$PREPARE_ONLY" = 0 ] && [ $# -eq 0 ]; then
   die $EXIT_USAGE "no command given (usage: $PROG [--hosts N] [--timeout S] -- COMMAND [ARGS...])"
@@ -187,6 +207,7 @@ ensure_packages() {
   check_host_kind
   local want=(qemu-system-x86 busybox-static rdmacm-utils ibverbs-utils ibverbs-providers
               librdmacm1 libibverbs1 perftest iproute2 xz-utils)
+  [ "$DISTRO" = trixie ] && want+=(zstd)   # Debian 13's kernel image is zstd-compressed
   local missing=() p
   for p in "${want[@]}"; do pkg_installed "$p" || missing+=("$p"); done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -209,9 +230,56 @@ ensure_packages() {
 MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 netfs fscache 9pnet 9pnet_virtio 9p configfs crc32_generic udp_tunnel ip6_udp_tunnel
 ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth failover net_failover virtio_net sch_netem"
+# trixie's root is an overlay; its kernel's modules are loaded in the order
+# modules.dep gives (6.12 split out helpers the list above does not name).
+[ "$DISTRO" = trixie ] && MODULES="$MODULES overlay"
+
+# scripts/debian-packages.sh (its own apt lists and cache, never the host's apt)
+DEBIAN_CACHE=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdmacm-debian}
+TRIXIE_PACKAGES="libc6 libibverbs1 librdmacm1t64 ibverbs-providers ibverbs-utils rdmacm-utils libnl-3-200 libnl-route-3-200"
+debian_packages() {
+  [ -f "$SCRIPT_DIR/debian-packages.sh" ] || die $EXIT_VM "--distro $DISTRO needs $SCRIPT_DIR/debian-packages.sh"
+  RDMACM_DEBIAN_CACHE=$DEBIAN_CACHE bash "$SCRIPT_DIR/debian-packages.sh" "$@"
+}
+
+# Copies the given modules and those they depend on (the "depends=" of each
+# one's .modinfo: Debian's packages ship no modules.dep, and this host may have
+# no depmod) into DIR/modules, decompressed, and prints them dependencies first.
+# Names with no file (built in) are left out.
+copy_module_closure() { # module-tree out-dir name...
+  local tree=$1 out=$2 f n
+  shift 2
+  declare -A file=() seen=()
+  while IFS= read -r f; do
+    n=${f##*/}; n=${n%%.ko*}; n=${n//-/_}
+    file[$n]=$f
+  done < <(find "$tree" -name '*.ko' -o -name '*.ko.xz' -o -name '*.ko.zst' -o -name '*.ko.gz')
+  visit_module() {
+    local m=${1//-/_} d deps
+    [ -n "${seen[$m]:-}" ] && return 0
+    seen[$m]=1
+    f=${file[$m]:-}
+    if [ -z "$f" ]; then vlog "module $m not found as a file (built in?)"; return 0; fi
+    case $f in
+      *.ko) cp "$f" "$out/modules/$m.ko" ;;
+      *.xz) xz -dc "$f" >"$out/modules/$m.ko" ;;
+      *.zst) zstd -qdc "$f" >"$out/modules/$m.ko" ;;
+      *.gz) gzip -dc "$f" >"$out/modules/$m.ko" ;;
+    esac
+    deps=$(tr '\0' '\n' <"$out/modules/$m.ko" | grep -a -m 1 '^depends=' | cut -d= -f2 || true)
+    for d in ${deps//,/ }; do visit_module "$d"; done
+    echo "$m"
+  }
+  for n in "$@"; do visit_module "$n"; done
+}
 
 kernel_pkg_name() {
   if [ -n "${RDMACM_VM_KERNEL_PKG:-}" ]; then echo "$RDMACM_VM_KERNEL_PKG"; return 0; fi
+  if [ "$DISTRO" != bookworm ]; then
+    debian_packages ${1:+--refresh} --depends "$DISTRO" linux-image-amd64 2>/dev/null |
+      awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
+    return 0
+  fi
   # apt-cache takes ~1 s: remember the answer until the apt lists change
   local stamp memo=$CACHE/kernel-package pkg
   stamp=$(stat -c %Y /var/lib/apt/lists /var/cache/apt/pkgcache.bin 2>/dev/null | tr '\n' . || true)
@@ -225,11 +293,16 @@ kernel_pkg_name() {
 
 # Booting the uncompressed ELF vmlinux (PVH entry) instead of the bzImage
 # saves the ~3 s the xz decompressor needs under TCG.
+# Debian 12's is xz-compressed, Debian 13's zstd.
 extract_vmlinux() { # bzImage out
-  local off
+  local off unpack=(xz -dc)
   off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$1" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+  if [ -z "$off" ] && command -v zstd >/dev/null 2>&1; then
+    off=$(LC_ALL=C grep -obUaP '\x28\xb5\x2f\xfd' "$1" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+    unpack=(zstd -dc)
+  fi
   [ -n "$off" ] || return 1
-  tail -c +"$((off + 1))" "$1" | xz -dc >"$2.tmp" 2>/dev/null || true   # trailing garbage is fine
+  tail -c +"$((off + 1))" "$1" | "${unpack[@]}" >"$2.tmp" 2>/dev/null || true   # trailing garbage is fine
   if [ "$(head -c 4 "$2.tmp" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; then
     mv "$2.tmp" "$2"
   else
@@ -241,7 +314,8 @@ KDIR=
 ensure_kernel() {
   local pkg
   pkg=$(kernel_pkg_name || true)
-  if [ -z "$pkg" ] && as_root_possible; then
+  if [ -z "$pkg" ] && [ "$DISTRO" != bookworm ]; then pkg=$(kernel_pkg_name refresh || true); fi
+  if [ -z "$pkg" ] && [ "$DISTRO" = bookworm ] && as_root_possible; then
     msg "apt-cache does not know linux-image-amd64; running apt-get update"
     "${SUDO[@]}" apt-get update >&2 || true
     pkg=$(kernel_pkg_name || true)
@@ -249,10 +323,12 @@ ensure_kernel() {
   if [ -z "$pkg" ]; then
     # offline fallback: newest kernel already in the cache
     local k
-    k=$(ls -1d "$CACHE"/kernel/linux-image-*/ 2>/dev/null | sort -V | tail -n 1 || true)
+    k=$(for k in "$CACHE"/kernel/linux-image-*/; do
+          [ "$(cat "$k/.distro" 2>/dev/null || echo bookworm)" = "$DISTRO" ] && echo "$k"
+        done | sort -V | tail -n 1 || true)
     if [ -n "$k" ] && [ -f "$k/.complete" ]; then pkg=$(basename "$k"); msg "using cached kernel $pkg"; fi
   fi
-  [ -n "$pkg" ] || die $EXIT_VM "cannot find the kernel package behind linux-image-amd64 (try: apt-get update)"
+  [ -n "$pkg" ] || die $EXIT_VM "cannot find the kernel package behind $DISTRO's linux-image-amd64 (try: apt-get update)"
   KDIR=$CACHE/kernel/$pkg
   # A cached kernel counts only if it was unpacked with today's module list.
   if [ -f "$KDIR/.complete" ] && [ "$(cat "$KDIR/.modules" 2>/dev/null)" = "$(echo $MODULES)" ]; then
@@ -267,7 +343,18 @@ ensure_kernel() {
   local work
   work=$(mktemp -d "$CACHE/kernel/.work.XXXXXX")
   chmod 755 "$work"
-  if ! (cd "$work" && apt-get download "$pkg" >&2 2>/dev/null); then
+  if [ "$DISTRO" != bookworm ]; then
+    if ! debian_packages --download "$DISTRO" "$work" "$pkg"; then
+      local fresh
+      fresh=$(kernel_pkg_name refresh || true)
+      if [ -n "$fresh" ] && [ "$fresh" != "$pkg" ]; then
+        msg "the lists now name kernel $fresh"
+        pkg=$fresh
+        KDIR=$CACHE/kernel/$pkg
+      fi
+      debian_packages --download "$DISTRO" "$work" "$pkg" || { rm -rf "$work"; die $EXIT_VM "downloading $pkg from Debian $DISTRO failed"; }
+    fi
+  elif ! (cd "$work" && apt-get download "$pkg" >&2 2>/dev/null); then
     if as_root_possible; then "${SUDO[@]}" apt-get update >&2 || true; fi
     # Old lists may have named a kernel the mirror has dropped since: ask again.
     local fresh
@@ -283,11 +370,20 @@ ensure_kernel() {
   local out=$work/out mdir rel m f
   mkdir -p "$out/modules"
   cp "$work"/root/boot/vmlinuz-* "$out/vmlinuz"
-  mdir=$(ls -1d "$work"/root/lib/modules/*/ | head -n 1)
+  # Debian 13 ships its modules under /usr/lib/modules
+  mdir=$(ls -1d "$work"/root/lib/modules/*/ "$work"/root/usr/lib/modules/*/ 2>/dev/null | head -n 1 || true)
+  [ -n "$mdir" ] || { rm -rf "$work"; die $EXIT_VM "$pkg has no lib/modules folder"; }
   rel=$(basename "$mdir")
   echo "$rel" >"$out/release"
   cp "$mdir/modules.builtin" "$out/modules.builtin" 2>/dev/null || true
-  for m in $MODULES; do
+  local load=$MODULES
+  if [ "$DISTRO" != bookworm ]; then
+    load=$(copy_module_closure "$mdir" "$out" $MODULES | tr '\n' ' ')
+    echo $load >"$out/load-order"
+    echo "$DISTRO" >"$out/.distro"
+    load=   # copied already
+  fi
+  for m in $load; do
     f=$(find "$mdir" -name "$m.ko" -o -name "$m.ko.xz" -o -name "$m.ko.zst" -o -name "$m.ko.gz" | head -n 1)
     if [ -z "$f" ]; then
       vlog "module $m not found as a file (built in?)"
@@ -332,7 +428,7 @@ for m in @MODULES@; do
 done
 O9P=trans=virtio,version=9p2000.L,msize=262144
 mkdir -p /newroot
-mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_root /newroot || fail "cannot mount the host root (9p)"
+@ROOT_MOUNT@
 mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail "cannot mount /run"
 mkdir -p /newroot/run/rdmacm
 mount -t 9p -o "$O9P" rdmacm_ctl /newroot/run/rdmacm || fail "cannot mount the control share"
@@ -353,12 +449,38 @@ chroot /newroot /bin/bash /run/rdmacm/stage2.sh </dev/console >/dev/console 2>&1
 sync
 poweroff -f
 EOF_INIT
-INIT_SCRIPT=${INIT_SCRIPT//@MODULES@/$(echo $MODULES)}
+# The guest's root: the host's, or (trixie) the host's under the unpacked packages.
+ROOT_MOUNT_HOST='mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_root /newroot || fail "cannot mount the host root (9p)"'
+read -r -d '' ROOT_MOUNT_OVERLAY <<'EOF_OVERLAY' || true
+# The packages come in their own share: a layer inside another one is refused (ELOOP).
+mkdir -p /host /lower
+mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_root /host || fail "cannot mount the host root (9p)"
+mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_lower /lower || fail "cannot mount the unpacked packages (9p)"
+[ -d /lower/usr ] || fail "no unpacked packages at @LOWER@ on the host"
+mount -t overlay -o "ro,lowerdir=/lower:/host" overlay /newroot || fail "cannot lay @LOWER@ over the host root (overlayfs)"
+EOF_OVERLAY
+
+# --distro other than bookworm: its packages, unpacked by debian-packages.sh.
+LOWER=
+ensure_userland() {
+  [ "$DISTRO" = bookworm ] && return 0
+  LOWER=$(debian_packages "$DISTRO" $TRIXIE_PACKAGES) || die $EXIT_VM "cannot fetch Debian $DISTRO's packages ($TRIXIE_PACKAGES)"
+  LOWER=$(cd "$LOWER" && pwd -P)
+  case $LOWER in *[!A-Za-z0-9_./+-]*) die $EXIT_VM "the unpacked packages' path $LOWER has a character overlayfs options cannot take" ;; esac
+  vlog "userland: $(tr '\n' ' ' <"$LOWER/.packages")"
+}
 
 INITRD=
 ensure_initramfs() {
-  local bb=/bin/busybox hash
+  local bb=/bin/busybox hash mods=$MODULES
   [ -x "$bb" ] || die $EXIT_VM "$bb missing (busybox-static)"
+  [ -f "$KDIR/load-order" ] && mods=$(cat "$KDIR/load-order")
+  INIT_SCRIPT=${INIT_SCRIPT//@MODULES@/$(echo $mods)}
+  if [ -n "$LOWER" ]; then
+    INIT_SCRIPT=${INIT_SCRIPT//@ROOT_MOUNT@/${ROOT_MOUNT_OVERLAY//@LOWER@/$LOWER}}
+  else
+    INIT_SCRIPT=${INIT_SCRIPT//@ROOT_MOUNT@/$ROOT_MOUNT_HOST}
+  fi
   hash=$( { printf '%s\n' "$INIT_SCRIPT"; cat "$KDIR/release"; ls -l "$KDIR/modules"; sha256sum "$bb"; } |
     sha256sum | cut -c1-16)
   INITRD=$CACHE/initramfs-$hash.cpio
@@ -527,6 +649,7 @@ main() {
   exec 8>"$CACHE/.lock"
   flock 8
   ensure_kernel
+  ensure_userland
   ensure_initramfs
   exec 8>&-
   if [ "$PREPARE_ONLY" = 1 ]; then msg "ready: kernel $KDIR, initramfs $INITRD"; exit 0; fi
@@ -615,6 +738,7 @@ main() {
     local args=(-accel tcg -cpu max -smp "$SMP" -m "$MEM" -nodefaults -no-user-config -display none
       -vga none -no-reboot "${bios[@]}" -kernel "$kernel" -initrd "$INITRD" -append "$append"
       -virtfs "local,path=/,mount_tag=rdmacm_root,security_model=none,readonly=on,multidevs=remap"
+      ${LOWER:+-virtfs "local,path=$(q9p "$LOWER"),mount_tag=rdmacm_lower,security_model=none,readonly=on"}
       -virtfs "local,path=$(q9p "$ctl"),mount_tag=rdmacm_ctl,security_model=none"
       -virtfs "local,path=$(q9p "$PROJECT_DIR"),mount_tag=rdmacm_proj,security_model=none,multidevs=remap"
       -virtfs "local,path=$(q9p "$TMP/shared"),mount_tag=rdmacm_shared,security_model=none")

@@ -11,7 +11,10 @@
 # With CI=true the device tier must really run: a skipped device test fails it.
 # In the VM the tier also boots two guests joined by a virtual link for the
 # round-trip, loss and link-flap tests (tests/twohost); a host's own device has
-# no peer.
+# no peer. Last, one short step boots Debian 13's kernel with its glibc and
+# rdma-core 56 laid over this host's files (rxe-vm.sh --distro trixie) for the
+# smoke test, with the harness's RDMACM_TEST_* variables unset, as on a user's
+# own host: the tier finds the device, its port and address by itself.
 set -euo pipefail
 
 # Everything is in functions, read whole before anything runs: editing this
@@ -55,6 +58,8 @@ summary() {
          if (n < skipped) printf "  (%d more skipped without a test line to name them)\n", skipped - n
          for (i = 1; i <= d; i++) printf "  %s\n", dropped[i]
        }' "$log"
+  # what each step ran on (scripts/platform.mjs; the README's platform table quotes these)
+  sed -n 's/^\(\[host0\] \)\{0,1\}platform: /platform: /p' "$log"
 }
 
 main() {
@@ -73,12 +78,14 @@ main() {
     # The API reference: TypeDoc fails on a broken doc comment or an unexported type the API refers to.
     npm run --silent docs || { echo "docs: the API reference did not build (TypeDoc's warnings above)"; status=1; }
     echo "== host tier"
+    tier_run node scripts/platform.mjs --step 'host tier' || status=1
     tier_run node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
   fi
 
   if [ "$tier" = all ] || [ "$tier" = device ]; then
     if host_has_device; then
       echo "== device tier (on this host's RDMA device)"
+      tier_run node scripts/platform.mjs --step 'device tier (this host)' || status=1
       tier_run node dist/tests/device/run.js || status=1
     else
       # The rdma-core 56 device test runs Debian 13's libc6 and libibverbs1,
@@ -88,12 +95,18 @@ main() {
       # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
       local only=()
       if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
-      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- node dist/tests/device/run.js || status=1
+      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- sh -c \
+        'node scripts/platform.mjs --step "device tier (soft-RoCE VM)" && exec node dist/tests/device/run.js' || status=1
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+        echo "== device tier, rdma-core 56 guest: smoke (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
+        tier_run bash scripts/rxe-vm.sh --distro trixie --timeout 600 -- sh -c \
+          'unset RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
+           node scripts/platform.mjs --step "device tier, rdma-core 56 guest: smoke" --expect-rdma-core 56 && node bin/rdmacm smoke &&
+           RDMACM_TEST_ONLY=smoke,connection exec node dist/tests/device/run.js' || status=1
       else
-        echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost) did not run" | tee -a "$log"
+        echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost) and the rdma-core 56 guest did not run" | tee -a "$log"
       fi
     fi
   fi

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createId, decodeUdMessage, EventChannel, GRH_SIZE, RdmaArgumentError } from '../../src/index.js';
-import { deviceAddress, freshPort } from '../support/device.js';
+import { deviceAddress, freshPort, isRoce } from '../support/device.js';
 import { retrying, start } from '../support/processes.js';
 import { assertClosedResource } from '../support/errors.js';
 
@@ -78,8 +78,10 @@ test('UD between two ids: address handle from the UD parameters, GRH stripped, s
   assert.equal(received.srcQp, clientId.queuePair.qpNum);
   const decoded = decodeUdMessage(serverInbox.buffer, received.byteLen);
   assert.ok(decoded.payload.equals(message.buffer));
-  assert.equal(decoded.source, address, 'RoCE v2 over IPv4: the source comes from the IPv4 header');
-  assert.equal(decoded.destination, address);
+  if (isRoce()) {
+    assert.equal(decoded.source, address, 'RoCE v2 over IPv4: the source comes from the IPv4 header');
+    assert.equal(decoded.destination, address);
+  }
 
   // Answer the sender with an address handle built from the receive itself.
   using back = server.addressHandleFrom(received, serverInbox.buffer);

@@ -16,16 +16,16 @@ import { readPointerArray } from '../../src/ffi/library.js';
 import type { IbvPortAttr } from '../../src/structs/verbs-device.js';
 import { DeviceContext, RdmaError } from '../../src/index.js';
 import { noDeviceAdvice, packageRoot } from '../../src/package-info.js';
-import { deviceAddress } from '../support/device.js';
+import { deviceAddress, deviceName, isRoce, testDevice } from '../support/device.js';
 
 // The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).
 const repoRoot = packageRoot();
 
-function testDeviceName(): string {
-  const name = process.env.RDMACM_TEST_DEVICE;
-  if (!name) throw new Error('RDMACM_TEST_DEVICE is not set: run the device tier through scripts/test.sh or scripts/rxe-vm.sh');
-  return name;
-}
+// RDMACM_TEST_DEVICE, else the device the tier found by itself (tests/support/device.ts).
+const testDeviceName = deviceName;
+
+// What holds only on an Ethernet (RoCE) port, such as rxe's: GIDs with IP addresses and a netdev.
+const roceOnly = !isRoce() && 'the test port is not Ethernet (RoCE): its GIDs carry no IPv4 address';
 
 function rdmacm(...args: string[]) {
   return spawnSync(process.execPath, ['bin/rdmacm', ...args], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
@@ -39,7 +39,7 @@ function described(devices: (DeviceInfo | UnavailableDevice)[], name: string): D
   return device;
 }
 
-test('listDevices() describes the rxe device, its active Ethernet port and its RoCE v2 GID', () => {
+test('listDevices() describes the test device, its active port and (RoCE) its RoCE v2 GID', () => {
   const device = described(listDevices(), testDeviceName());
   assert.match(device.nodeGuid, /^[0-9a-f]{4}(:[0-9a-f]{4}){3}$/);
   assert.equal(device.transport, 'InfiniBand', 'RoCE devices report the IB transport');
@@ -53,18 +53,19 @@ test('listDevices() describes the rxe device, its active Ethernet port and its R
   assert.equal(port.port, 1);
   assert.equal(port.state, 'ACTIVE');
   assert.equal(port.physicalState, 'LINK_UP');
-  assert.equal(port.linkLayer, 'Ethernet');
+  assert.equal(port.linkLayer, testDevice().linkLayer);
+  if (!isRoce()) return; // an InfiniBand port's GIDs carry no IP address
   assert.ok([256, 512, 1024, 2048, 4096].includes(port.activeMtu), `active MTU ${port.activeMtu}`);
   assert.ok(port.maxMtu >= port.activeMtu);
   assert.ok(port.gidTableLength > 0);
 
   const roceV2 = port.gids.find((gid) => gid.type === 'RoCE v2' && gid.ip === deviceAddress());
   assert.ok(roceV2, `a RoCE v2 GID for ${deviceAddress()} in ${JSON.stringify(port.gids)}`);
-  assert.equal(roceV2.netdev, process.env.RDMACM_TEST_NETDEV);
+  assert.equal(roceV2.netdev, testDevice().netdev);
   const [a, b, c, d] = deviceAddress().split('.').map(Number) as [number, number, number, number];
   const mapped = `0000:0000:0000:0000:0000:ffff:${((a << 8) | b).toString(16).padStart(4, '0')}:${((c << 8) | d).toString(16).padStart(4, '0')}`;
   assert.equal(roceV2.gid, mapped, 'the GID is the IPv4-mapped address');
-  // The link-local GID from the netdev's MAC, which rxe always has at index 0.
+  // The link-local GID from the netdev's MAC, at index 0 on a RoCE port.
   const linkLocal = port.gids.find((gid) => gid.index === 0);
   assert.ok(linkLocal && linkLocal.gid.startsWith('fe80:0000:0000:0000:'), JSON.stringify(linkLocal));
   assert.match(linkLocal.ip!, /^fe80::/);
@@ -81,12 +82,12 @@ test('rdmaGetDevices() names the devices librdmacm sees, the rxe device among th
   assert.deepEqual([...names].sort(), listDevices().map((d) => d.name).sort());
 });
 
-test('rdmacm devices --json lists the rxe device with its port and GIDs', { timeout: 120_000 }, () => {
+test('rdmacm devices --json lists the test device with its port and (RoCE) GIDs', { timeout: 120_000 }, () => {
   const result = rdmacm('devices', '--json');
   assert.equal(result.status, 0, result.stderr);
   const device = described(JSON.parse(result.stdout) as DeviceInfo[], testDeviceName());
-  assert.equal(device.ports[0]?.state, 'ACTIVE');
-  assert.ok(device.ports[0]!.gids.some((gid) => gid.ip === deviceAddress() && gid.type === 'RoCE v2'));
+  assert.equal(device.ports[testDevice().port - 1]?.state, 'ACTIVE');
+  if (isRoce()) assert.ok(device.ports[testDevice().port - 1]!.gids.some((gid) => gid.ip === deviceAddress() && gid.type === 'RoCE v2'));
 });
 
 test('rdmacm devices (table) and -v (details) print the device, its port and its GIDs', { timeout: 120_000 }, () => {
@@ -97,9 +98,9 @@ test('rdmacm devices (table) and -v (details) print the device, its port and its
   const verbose = rdmacm('devices', '-v');
   assert.equal(verbose.status, 0, verbose.stderr);
   assert.match(verbose.stdout, new RegExp(`^hca_id: ${testDeviceName()}$`, 'm'));
-  assert.match(verbose.stdout, /^\tport 1:$/m);
+  assert.match(verbose.stdout, new RegExp(`^\\tport ${testDevice().port}:$`, 'm'));
   assert.match(verbose.stdout, /^\t\tstate:\s+ACTIVE$/m);
-  assert.match(verbose.stdout, new RegExp(`^\\t\\tGID\\[\\s*\\d+\\]: [0-9a-f:]+, RoCE v2, ${process.env.RDMACM_TEST_NETDEV} ${deviceAddress().replace(/\./g, '\\.')}$`, 'm'));
+  if (isRoce()) assert.match(verbose.stdout, new RegExp(`^\\t\\tGID\\[\\s*\\d+\\]: [0-9a-f:]+, RoCE v2, ${testDevice().netdev} ${deviceAddress().replace(/\./g, '\\.')}$`, 'm'));
 });
 
 test('a port is read through the provider\'s verbs_context query_port, in the layout of the loaded libibverbs, as ibv_devinfo reads it', { timeout: 120_000 }, () => {

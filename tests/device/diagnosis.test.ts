@@ -10,10 +10,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import process from 'node:process';
 import { packageRoot } from '../../src/package-info.js';
+import { deviceName, hasDevice } from '../support/device.js';
 
 // The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).
 const repoRoot = packageRoot();
-const device = process.env.RDMACM_TEST_DEVICE ?? '';
+const device = hasDevice() ? deviceName() : '';
 
 // Mount namespaces need root (the VM runs the tier as root; a host's own device may not).
 const needsRoot = process.getuid?.() !== 0 && 'mount namespaces need root';

@@ -12,7 +12,7 @@ import {
 } from '../../src/index.js';
 import { contextOf } from '../../src/api/work-request-ids.js';
 import { libibverbs, librdmacm, type Pointer } from '../../src/raw.js';
-import { deviceAddress, freshPort } from '../support/device.js';
+import { deviceAddress, deviceName, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
 import { assertClosedResource } from '../support/errors.js';
 
@@ -57,7 +57,7 @@ test('deregistering with a receive outstanding: allowed; the device can no longe
 
 test('registering a view of a resizable ArrayBuffer or a growable SharedArrayBuffer is refused, naming the buffer', () => {
   type Resizable = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
-  using context = DeviceContext.open(process.env.RDMACM_TEST_DEVICE);
+  using context = DeviceContext.open(deviceName());
   using pd = context.allocPd();
   const resizable = new (ArrayBuffer as unknown as Resizable)(4096, { maxByteLength: 8192 });
   const growable = new (SharedArrayBuffer as unknown as Resizable)(4096, { maxByteLength: 8192 });

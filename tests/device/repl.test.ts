@@ -5,16 +5,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { packageRoot } from '../../src/package-info.js';
-import { deviceAddress, freshPort } from '../support/device.js';
+import { deviceAddress, deviceName, freshPort } from '../support/device.js';
 
 // The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).
 const repoRoot = packageRoot();
 
-function testDeviceName(): string {
-  const name = process.env.RDMACM_TEST_DEVICE;
-  if (!name) throw new Error('RDMACM_TEST_DEVICE is not set: run the device tier through scripts/test.sh or scripts/rxe-vm.sh');
-  return name;
-}
+// RDMACM_TEST_DEVICE, else the device the tier found by itself (written back into process.env for the child).
+const testDeviceName = deviceName;
 
 // Node start-up alone takes seconds in the emulated guest.
 function repl(lines: string[]) {

@@ -2,13 +2,22 @@
 // With CI=true the tier refuses to run without a device instead of skipping.
 // RDMACM_TEST_ONLY=name[,name] runs only those files (e.g. "connection").
 import { after } from 'node:test';
-import { hasDevice } from '../support/device.js';
+import { hasDevice, testDevice } from '../support/device.js';
 
 const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'load', 'faults', 'smoke', 'net', 'net-interop', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');
   process.exit(process.env.CI ? 1 : 0);
+}
+// The device, its port and address: the harness's RDMACM_TEST_* variables, else
+// found in /sys (said on stderr); written back into process.env for the files
+// and the child processes. Where none fits, the message names what to set.
+try {
+  testDevice();
+} catch (error) {
+  console.error(error instanceof Error ? error.message : String(error));
+  process.exit(1);
 }
 
 // Holds the event loop open while tests run: a test left waiting on nothing then
