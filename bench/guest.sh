@@ -147,6 +147,8 @@ for r in $(seq 1 "$REPS"); do
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"
     port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-bw-$size-r$r.json" $(ts bw -s $size -n $n -p $port --json) -- $(ts bw -s $size -n $n -p $port --json "$ADDR")
     port=$((port + 1)); PINNED=$PIN pair "$RAW/c-bw-$size-r$r.txt" ib_send_bw -R -I $INLINE -r 2048 -s $size -n $n -p $port -- ib_send_bw -R -I $INLINE -r 2048 -s $size -n $n -p $port "$ADDR"
+    say "bw ${size} B on the event loop (adaptive), run $r: rdmacm bench --wait adaptive"
+    port=$((port + 1)); pair "$RAW/ts-bw-adaptive-$size-r$r.json" $(ts bw --wait adaptive -s $size -n $n -p $port --json) -- $(ts bw --wait adaptive -s $size -n $n -p $port --json "$ADDR")
   done
 done
 

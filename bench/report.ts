@@ -132,6 +132,12 @@ for (const size of [64, 65536]) {
   const runs = `${t.length} TS, ${c.length} C`;
   row(`send bw ${size} B`, 'MB/s', pick(t, 'mb_per_s'), pick(c, 'BW average[MB/sec]'), size === 65536 ? '≥ 0.95×' : '—', size === 65536 ? (r) => r >= 0.95 : null, runs);
   row(`msg rate ${size} B`, 'Mpps', pick(t, 'msg_rate_mpps'), pick(c, 'MsgRate[Mpps]'), size === 64 ? '≥ 0.7×' : '—', size === 64 ? (r) => r >= 0.7 : null, runs);
+  // Adaptive mode (await cq.next() when a queue is empty, then drain): issue 31's target against the busy ib_send_bw.
+  const a = collect(new RegExp(`^ts-bw-adaptive-${size}-r\\d+\\.json$`), json);
+  raw_[`bw_adaptive_${size}`] = a;
+  const adaptiveRuns = `${a.length} TS, ${c.length} C`;
+  if (size === 64) row('adaptive: msg rate 64 B', 'Mpps', pick(a, 'msg_rate_mpps'), pick(c, 'MsgRate[Mpps]'), '≥ 0.9×', (r) => r >= 0.9, adaptiveRuns);
+  else row(`adaptive: send bw ${size} B`, 'MB/s', pick(a, 'mb_per_s'), pick(c, 'BW average[MB/sec]'), '≥ 0.9×', (r) => r >= 0.9, adaptiveRuns);
 }
 const writeBw = collect(/^c-wbw-65536-r\d+\.txt$/, perftest);
 raw_.write_bw_65536 = writeBw;

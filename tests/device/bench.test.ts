@@ -47,3 +47,12 @@ test('bench bw -n 500 -s 4096 --json: server and client agree and report bandwid
   assert.equal(client.iters, 500);
   assert.equal(server.iters, 500);
 });
+
+test('bench bw --wait adaptive: both sides await their queues on the event loop, drain in batches, and agree', { timeout: 300_000 }, async () => {
+  const { server, client } = await pair(['bw', '--wait', 'adaptive', '-n', '500', '-s', '4096']);
+  const keys = ['size', 'iters', 'mb_per_s', 'msg_rate_mpps'];
+  assertFigures(client, keys, 4096);
+  assertFigures(server, keys, 4096);
+  assert.equal(client.iters, 500);
+  assert.equal(server.iters, 500);
+});
