@@ -128,10 +128,9 @@ export class CompletionChannel extends Resource {
         return;
       }
       const cq = this.#cqSlot.readBigUInt64LE(0);
-      const member = this.#members.get(cq);
-      // A queue that left acked its events and was destroyed, which drops its pending ones: none comes here.
-      if (member) member.onEvent();
-      else libibverbs.ibv_ack_cq_events(cq, 1);
+      // A queue leaves only as it is destroyed, and the kernel drops a destroyed
+      // queue's pending events: an unknown address is never acked (it may be freed).
+      this.#members.get(cq)?.onEvent();
     }
   }
 

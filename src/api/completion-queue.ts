@@ -355,7 +355,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         if (this.#sliceSpent()) return this.#schedulePoll();
       }
       if (this.#mode === 'busy-poll') {
-        while (!this.#sliceSpent()) if (listener.onCompletions() > 0 && this.#listener !== listener) return;
+        while (!this.#sliceSpent()) {
+          listener.onCompletions();
+          if (this.#listener !== listener) return;
+        }
         return this.#schedulePoll();
       }
       if (this.#armed || this.closed) return;
