@@ -11,6 +11,7 @@ import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { rstreamExchange } from '../support/rstream-peer.js';
 import {
   createId, connect, createServer, EventChannel, WorkCompletionError, ConnectionError, RdmaError, type CmId, type RdmaServer, type RdmaSocket,
 } from '../../src/index.js';
@@ -231,6 +232,66 @@ test('the link goes down and up mid-transfer: both sides resume or report a type
     });
     console.log(`twohost: flap: client sent ${sent}/${count} (${outcome}) in ${Date.now() - started} ms`);
     assert.ok(outcome === 'complete' || outcome.startsWith('typed error'), outcome);
+  }
+});
+
+// rdmacm/net against rdma-core's own rsocket tool across the link, both ways:
+// rstream's custom run (-T v: every byte checked on both sides) at 4 KiB.
+const ACROSS = { size: 4096, count: 100, iterations: 4 };
+const rstreamAcross = ['-S', String(ACROSS.size), '-C', String(ACROSS.count), '-I', String(ACROSS.iterations), '-T', 'b', '-T', 'v'];
+
+/** rstream exited 0 having printed its 'custom' row, no verification failure. */
+function assertRstreamRan(output: string): void {
+  assert.doesNotMatch(output, /verification failed/, output);
+  assert.match(output, /^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s\s+[\d.]+\s+[\d.]+$/m, output);
+}
+
+test('across the link: a TypeScript client against an rstream server, and rstream against a TypeScript server (4 KiB, -T v)', { timeout: 300_000 }, async () => {
+  // Part one: rstream serves on host 0, the TypeScript client runs on host 1.
+  if (hostIndex === 0) {
+    const tool = runTool(['rstream', '-b', serverAddress!, '-p', '18530', ...rstreamAcross]);
+    setTimeout(() => signal('rstream-listening'), 1000);
+    assertRstreamRan(await tool);
+  } else {
+    await meet('rstream-listening');
+    let socket: RdmaSocket | undefined;
+    for (let attempt = 0; !socket; attempt++) {
+      const candidate = connect({ port: 18530, host: serverAddress! });
+      const outcome = await new Promise<Error | undefined>((resolve) => {
+        candidate.once('connect', () => resolve(undefined));
+        candidate.once('error', resolve);
+      });
+      if (!outcome) socket = candidate;
+      else if (attempt >= 20) throw outcome;
+      else await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await rstreamExchange(socket, 'client', ACROSS);
+    socket.end();
+    await new Promise((resolve) => socket!.once('close', resolve));
+    console.log('twohost: TypeScript client → rstream server across the link: 4 KiB × 100 × 4 each way, verified');
+  }
+  // Part two: a TypeScript server on host 0, rstream's client on host 1.
+  if (hostIndex === 0) {
+    const server = createServer();
+    const served = new Promise<void>((resolve, reject) => {
+      server.once('connection', (socket) => {
+        socket.on('error', reject);
+        rstreamExchange(socket, 'server', ACROSS).then(() => socket.end(), reject);
+        socket.on('close', () => resolve());
+      });
+    });
+    server.listen(18531, serverAddress!);
+    await new Promise((resolve) => server.once('listening', resolve));
+    signal('ts-listening');
+    try {
+      await served;
+      console.log('twohost: rstream client → TypeScript server across the link: 4 KiB × 100 × 4 each way, verified');
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  } else {
+    await meet('ts-listening');
+    assertRstreamRan(await runTool(['rstream', '-s', serverAddress!, '-p', '18531', ...rstreamAcross], { attempts: 10 }));
   }
 });
 
