@@ -9,7 +9,7 @@
 // Same server, rounds and JSON output as connsetup.ts.
 import koffi from 'koffi';
 import { librdmacm, readPointer, structs, type Pointer } from '../src/raw.js';
-import { CmEventType } from '../src/api/enums.js';
+import { CmEventType } from '../src/api/core/enums.js';
 import { measureRounds, perConnection } from './conn-rounds.js';
 
 const [address, portArg = '7471', countArg = '100'] = process.argv.slice(2);

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createId, EventChannel, type CompletionListener, type CompletionQueue, type PreparedSend, type PreparedRecv } from '../src/index.js';
-import { FdWatcher } from '../src/api/fd-watcher.js';
+import { FdWatcher } from '../src/api/core/fd-watcher.js';
 import { contextOps } from '../src/ffi/inline-verbs.js';
 
 const [address, portArg = '7495', tripsArg = '2000'] = process.argv.slice(2);

@@ -16,11 +16,11 @@ import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
 import { ibv_context, ibv_context_ops, ibv_cq, ibv_qp } from '../src/structs/verbs-resources.js';
-import { CompletionQueue } from '../src/api/completion-queue.js';
-import { QueuePair } from '../src/api/queue-pair.js';
-import { internal } from '../src/api/internal.js';
-import { Resource } from '../src/api/resource.js';
-import type { ProtectionDomain } from '../src/api/protection-domain.js';
+import { CompletionQueue } from '../src/api/work/completion-queue.js';
+import { QueuePair } from '../src/api/verbs/queue-pair.js';
+import { internal } from '../src/api/core/internal.js';
+import { Resource } from '../src/api/core/resource.js';
+import type { ProtectionDomain } from '../src/api/verbs/protection-domain.js';
 import { boundCallsUnavailable } from '../src/ffi/bound-call.js';
 import { cFunctionAddress } from '../tests/support/c-function.js';
 

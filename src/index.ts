@@ -6,49 +6,49 @@
 // the escape hatch: the C functions and layouts as they are.
 export * as raw from './raw.js';
 
-export { getAddrInfo, getAddrInfoAsync, AddrInfo, type AddrInfoEntry, type AddrInfoHints, type AddrInfoOptions } from './api/addrinfo.js';
-export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/endpoint.js';
+export { getAddrInfo, getAddrInfoAsync, AddrInfo, type AddrInfoEntry, type AddrInfoHints, type AddrInfoOptions } from './api/cm/addrinfo.js';
+export { createEndpoint, type EndpointTarget, type EndpointOptions } from './api/cm/endpoint.js';
 export {
   createId, eventName, CmId, type MulticastGroup,
   type ConnectionEvent, type CreateIdOptions, type CreateQpAttr, type Established, type EndpointAddress, type IdOption, type JoinMulticastOptions,
   type QpAttr, type ResolveAddrOptions, type SrqAttr, type WaitOptions,
-} from './api/cm-id.js';
-export { EventChannel, type ChannelEvent, type ChannelEventIds, type ChannelId } from './api/event-channel.js';
-export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam, type ResolvedConnParam } from './api/conn-param.js';
-export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm-event.js';
-export { DeviceContext, type CqOptions, type DeviceLimits } from './api/device-context.js';
-export { ProtectionDomain } from './api/protection-domain.js';
-export type { Resource } from './api/resource.js';
-export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/address-handle.js';
-export { MemoryRegion, type RemoteRegion } from './api/memory-region.js';
-export { forkStatus, enableForkSafety, type ForkStatus } from './api/fork.js';
-export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/remote-region.js';
-export { QueuePair, type QueuePairCaps } from './api/queue-pair.js';
-export { SharedReceiveQueue } from './api/shared-receive-queue.js';
+} from './api/cm/cm-id.js';
+export { EventChannel, type ChannelEvent, type ChannelEventIds, type ChannelId } from './api/cm/event-channel.js';
+export { connParamSchema, PRIVATE_DATA_LIMITS, type ConnParam, type ResolvedConnParam } from './api/cm/conn-param.js';
+export { ConnectionError, type CmEvent, type EventConnParam, type EventUdParam } from './api/cm/cm-event.js';
+export { DeviceContext, type CqOptions, type DeviceLimits } from './api/verbs/device-context.js';
+export { ProtectionDomain } from './api/verbs/protection-domain.js';
+export type { Resource } from './api/core/resource.js';
+export { AddressHandle, decodeUdMessage, GRH_SIZE, type UdMessage } from './api/verbs/address-handle.js';
+export { MemoryRegion, type RemoteRegion } from './api/verbs/memory-region.js';
+export { forkStatus, enableForkSafety, type ForkStatus } from './api/verbs/fork.js';
+export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './api/verbs/remote-region.js';
+export { QueuePair, type QueuePairCaps } from './api/verbs/queue-pair.js';
+export { SharedReceiveQueue } from './api/verbs/shared-receive-queue.js';
 export {
   CompletionQueue, COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, DEFAULT_TIME_SLICE_MS, type CompletionListener, type CompletionMode,
-} from './api/completion-queue.js';
-export { CompletionChannel } from './api/completion-channel.js';
+} from './api/work/completion-queue.js';
+export { CompletionChannel } from './api/work/completion-channel.js';
 export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
   type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions, type ChainSlots, type RemoteTarget, type UdDestination,
-} from './api/work-request.js';
-export { WorkCompletionError, type WorkCompletion } from './api/work-completion.js';
+} from './api/work/work-request.js';
+export { WorkCompletionError, type WorkCompletion } from './api/work/work-completion.js';
 export {
   listDevices, rdmaGetDevices, noDeviceFoundReason,
   type DeviceInfo, type DeviceInfoLimits, type UnavailableDevice, type DeviceError, type PortInfo, type GidInfo,
   type AtomicCapability, type GidType, type LinkLayer, type NodeType, type PhysicalPortState, type PortState, type Transport, type Unknown,
-} from './api/devices.js';
-export { type SocketAddress, type AddressFamily } from './api/socket-address.js';
+} from './api/verbs/devices.js';
+export { type SocketAddress, type AddressFamily } from './api/cm/socket-address.js';
 export {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, type NamedValues, type NameOf,
   type AccessName, type AddrInfoFlagName, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName, type QpTypeName,
   type WcFlagName, type WcOpcodeName, type WcStatusName,
-} from './api/enums.js';
+} from './api/core/enums.js';
 export {
   RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, AbortError,
   type ArgumentIssue, type MissingPiece, type Requirement,
-} from './api/errors.js';
+} from './api/core/errors.js';
 
 // Sockets over RDMA (also as 'rdmacm/net').
 export {

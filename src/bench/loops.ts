@@ -6,11 +6,11 @@
 // between the entry points and src/cli in the layering).
 import { performance } from 'node:perf_hooks';
 import { writeSync } from 'node:fs';
-import type { CmId } from '../api/cm-id.js';
-import type { CompletionMode, CompletionQueue } from '../api/completion-queue.js';
-import { MemoryRegion } from '../api/memory-region.js';
-import type { QueuePair } from '../api/queue-pair.js';
-import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work-request.js';
+import type { CmId } from '../api/cm/cm-id.js';
+import type { CompletionMode, CompletionQueue } from '../api/work/completion-queue.js';
+import { MemoryRegion } from '../api/verbs/memory-region.js';
+import type { QueuePair } from '../api/verbs/queue-pair.js';
+import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work/work-request.js';
 
 export const WINDOW = 128; // bw: sends outstanding (perftest's TX depth)
 export const SIGNAL_EVERY = 16; // 1 send in 16 is signaled

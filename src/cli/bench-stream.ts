@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import * as tcp from 'node:net';
 import type { Duplex } from 'node:stream';
 import { parseCommandArgs, usageError } from './arguments.js';
-import { listDevices, noDeviceFoundReason } from '../api/devices.js';
+import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
 import { streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
 import { TimerProbe, timerLine } from '../bench/timer-probe.js';

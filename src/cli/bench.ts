@@ -8,11 +8,11 @@ import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { parseCommandArgs, usageError } from './arguments.js';
 import { runBenchStream } from './bench-stream.js';
-import { listDevices, noDeviceFoundReason } from '../api/devices.js';
-import { createId, type CmId } from '../api/cm-id.js';
-import { ConnectionError } from '../api/cm-event.js';
-import { EventChannel } from '../api/event-channel.js';
-import { COMPLETION_MODES, type CompletionMode } from '../api/completion-queue.js';
+import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
+import { createId, type CmId } from '../api/cm/cm-id.js';
+import { ConnectionError } from '../api/cm/cm-event.js';
+import { EventChannel } from '../api/cm/event-channel.js';
+import { COMPLETION_MODES, type CompletionMode } from '../api/work/completion-queue.js';
 import { TimerProbe, timerLine, type TimerLateness } from '../bench/timer-probe.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,

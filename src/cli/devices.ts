@@ -2,7 +2,7 @@
 // (-v) or JSON (--json).
 import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
-import { listDevices, noDeviceFoundReason, type DeviceInfo, type PortInfo, type UnavailableDevice } from '../api/devices.js';
+import { listDevices, noDeviceFoundReason, type DeviceInfo, type PortInfo, type UnavailableDevice } from '../api/verbs/devices.js';
 
 export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for details, --json)';
 

@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { parseCommandArgs, usageError } from './arguments.js';
-import { listDevices, noDeviceFoundReason } from '../api/devices.js';
+import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect, createServer, type RdmaSocket } from '../net/index.js';
 
 export const ncSummary = 'netcat over RDMA: stdin and stdout through an rsockets stream (talks to rstream, rcopy and rdmacm/net)';

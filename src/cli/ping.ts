@@ -6,10 +6,10 @@
 import { Buffer } from 'node:buffer';
 import process from 'node:process';
 import { parseCommandArgs, usageError } from './arguments.js';
-import { createId, type CmId } from '../api/cm-id.js';
-import { EventChannel } from '../api/event-channel.js';
-import type { MemoryRegion } from '../api/memory-region.js';
-import type { WorkCompletion } from '../api/work-completion.js';
+import { createId, type CmId } from '../api/cm/cm-id.js';
+import { EventChannel } from '../api/cm/event-channel.js';
+import type { MemoryRegion } from '../api/verbs/memory-region.js';
+import type { WorkCompletion } from '../api/work/work-completion.js';
 
 export const pingSummary = 'rping-compatible ping: client (-c) or server (-s), RDMA read and write';
 

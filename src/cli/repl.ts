@@ -11,7 +11,7 @@ import { parseCommandArgs } from './arguments.js';
 import * as api from '../index.js';
 import type { DeviceInfo, UnavailableDevice } from '../index.js';
 import { packageVersion } from '../package-info.js';
-import { noDeviceFoundReason } from '../api/devices.js';
+import { noDeviceFoundReason } from '../api/verbs/devices.js';
 
 export const replSummary = 'an interactive REPL with the whole API preloaded, top-level await, resources closed on exit';
 

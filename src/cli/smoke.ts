@@ -10,10 +10,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { packageRoot, packageScript } from '../package-info.js';
-import { listDevices, noDeviceFoundReason } from '../api/devices.js';
-import { createId, type CmId } from '../api/cm-id.js';
-import { EventChannel } from '../api/event-channel.js';
-import type { MemoryRegion } from '../api/memory-region.js';
+import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
+import { createId, type CmId } from '../api/cm/cm-id.js';
+import { EventChannel } from '../api/cm/event-channel.js';
+import type { MemoryRegion } from '../api/verbs/memory-region.js';
 
 export const smokeSummary = 'smoke-test this host\'s RDMA device: connect, send/recv, RDMA write/read, teardown';
 

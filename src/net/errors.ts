@@ -1,9 +1,9 @@
 // Errors as node:net reports them: a system error's code, negative errno,
 // syscall, address and port, with the RDMA failure behind it as `cause`.
 import { constants } from 'node:os';
-import { ConnectionError } from '../api/cm-event.js';
-import { RdmaError } from '../api/errors.js';
-import { WorkCompletionError } from '../api/work-completion.js';
+import { ConnectionError } from '../api/cm/cm-event.js';
+import { RdmaError } from '../api/core/errors.js';
+import { WorkCompletionError } from '../api/work/work-completion.js';
 
 /** A socket or server error shaped like node:net's (err.code 'ECONNREFUSED', err.syscall 'connect', …). */
 export class RdmaNetError extends Error {

@@ -3,9 +3,9 @@
 // mean nothing over RDMA are refused by name, never silently ignored.
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { RdmaArgumentError } from '../api/errors.js';
-import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/completion-queue.js';
-import type { Holds, InputIs } from '../api/validate.js';
+import { RdmaArgumentError } from '../api/core/errors.js';
+import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
+import type { Holds, InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */

@@ -5,9 +5,9 @@
 import { Buffer } from 'node:buffer';
 import { EventEmitter } from 'node:events';
 import process from 'node:process';
-import { createId, type CmId } from '../api/cm-id.js';
-import type { EventConnParam } from '../api/cm-event.js';
-import { ResourceClosedError } from '../api/errors.js';
+import { createId, type CmId } from '../api/cm/cm-id.js';
+import type { EventConnParam } from '../api/cm/cm-event.js';
+import { ResourceClosedError } from '../api/core/errors.js';
 import { ChannelHold } from './shared-channel.js';
 import { RdmaSocket, attachAcceptedSocket, socketEvents } from './socket.js';
 import { StreamConnection } from './stream-connection.js';

@@ -4,9 +4,9 @@
 // use and closed when the last user leaves. They keep the process alive only
 // while a user wants that (a listening server, a ref'd socket), as node:net's
 // handles do.
-import { EventChannel } from '../api/event-channel.js';
-import type { CompletionChannel } from '../api/completion-channel.js';
-import type { DeviceContext } from '../api/device-context.js';
+import { EventChannel } from '../api/cm/event-channel.js';
+import type { CompletionChannel } from '../api/work/completion-channel.js';
+import type { DeviceContext } from '../api/verbs/device-context.js';
 
 let channel: EventChannel | undefined;
 let users = 0;

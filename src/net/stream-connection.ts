@@ -14,13 +14,13 @@
 //           without writing to it)
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
-import type { CmId } from '../api/cm-id.js';
-import type { CompletionListener, CompletionQueue } from '../api/completion-queue.js';
-import type { MemoryRegion } from '../api/memory-region.js';
-import type { ProtectionDomain } from '../api/protection-domain.js';
-import type { QueuePair } from '../api/queue-pair.js';
-import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work-request.js';
-import { WcOpcode, WcStatus } from '../api/enums.js';
+import type { CmId } from '../api/cm/cm-id.js';
+import type { CompletionListener, CompletionQueue } from '../api/work/completion-queue.js';
+import type { MemoryRegion } from '../api/verbs/memory-region.js';
+import type { ProtectionDomain } from '../api/verbs/protection-domain.js';
+import type { QueuePair } from '../api/verbs/queue-pair.js';
+import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work/work-request.js';
+import { WcOpcode, WcStatus } from '../api/core/enums.js';
 import {
   CONN_FLAG_IOMAP, CONN_FLAG_NET, Ctrl, DEFAULTS, HOST_IS_BIG_ENDIAN, IOMAP_SIZE, Op, ProtocolError, SGE_SIZE, TARGET_SGL_ENTRIES,
   encodeConnData, immediate, immediateOp, immediateValue, readIomap,

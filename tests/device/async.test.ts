@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import {
   createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent, type MemoryRegion, type PreparedRecv, type QpAttr,
 } from '../../src/index.js';
-import { FdWatcher } from '../../src/api/fd-watcher.js';
+import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
 import { assertAbortedWith } from '../support/errors.js';

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import { CompletionChannel, RdmaArgumentError, type CmId, type CompletionQueue, type CompletionMode } from '../../src/index.js';
-import { FdWatcher } from '../../src/api/fd-watcher.js';
+import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { connectPair, type Pair } from '../support/pair.js';
 import { openFds } from '../support/resources.js';
 

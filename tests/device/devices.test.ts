@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import { listDevices, portAttrLayout, rdmaGetDevices, type DeviceInfo, type UnavailableDevice } from '../../src/api/devices.js';
+import { listDevices, portAttrLayout, rdmaGetDevices, type DeviceInfo, type UnavailableDevice } from '../../src/api/verbs/devices.js';
 import { libibverbs } from '../../src/ffi/libibverbs.js';
 import { extendedQueryPort, queryPort } from '../../src/ffi/inline-verbs.js';
 import { readPointerArray } from '../../src/ffi/library.js';
@@ -143,7 +143,7 @@ test("Debian 13's libibverbs (rdma-core 56), on its own glibc, reads the port in
   const root = execFileSync('bash', [join(repoRoot, 'scripts/debian-packages.sh'), 'trixie', 'libc6', 'libibverbs1'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const libraries = join(root, 'usr/lib/x86_64-linux-gnu');
   const child = `
-    const { listDevices, portAttrLayout } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/api/devices.js')).href)});
+    const { listDevices, portAttrLayout } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/api/verbs/devices.js')).href)});
     const { libibverbs } = await import(${JSON.stringify(pathToFileURL(join(repoRoot, 'dist/src/ffi/libibverbs.js')).href)});
     const devices = listDevices();
     console.log(JSON.stringify({ release: libibverbs.release, size: portAttrLayout().size, devices }));`;
@@ -207,7 +207,7 @@ test('a device that cannot be opened is listed with its error (EACCES), and the 
       restore.push([file, statSync(file).mode & 0o777]);
       chmodSync(file, mode);
     }
-    const devices = fileURLToPath(new URL('../../src/api/devices.js', import.meta.url));
+    const devices = fileURLToPath(new URL('../../src/api/verbs/devices.js', import.meta.url));
     const script = `const { listDevices } = await import(${JSON.stringify(devices)}); console.log(JSON.stringify(listDevices()));`;
     const nobody = 65534;
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { cwd: '/', uid: nobody, gid: nobody, encoding: 'utf8', timeout: 60_000 });

@@ -11,7 +11,7 @@ import { pathToFileURL } from 'node:url';
 import {
   ConnectionError, EventChannel, ResourceClosedError, WorkCompletionError, createId, type CmId,
 } from '../../src/index.js';
-import { FdWatcher } from '../../src/api/fd-watcher.js';
+import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { MemoryRegion } from '../../src/index.js';
-import { FdWatcher } from '../../src/api/fd-watcher.js';
+import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { connectPair } from '../support/pair.js';
 import { openFds, rdmaCounts, type RdmaCounts } from '../support/resources.js';
 

@@ -10,7 +10,7 @@ import {
   createEndpoint, createId, DeviceContext, EventChannel, getAddrInfo, RdmaArgumentError, ResourceClosedError, WorkCompletionError,
   type MemoryRegion, type PreparedRecvChain, type SharedReceiveQueue,
 } from '../../src/index.js';
-import { contextOf } from '../../src/api/work-request-ids.js';
+import { contextOf } from '../../src/api/work/work-request-ids.js';
 import { libibverbs, librdmacm, type Pointer } from '../../src/raw.js';
 import { deviceAddress, deviceName, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';

@@ -45,7 +45,7 @@ for (const file of files) {
 // handle leaks, say so and end the run instead of waiting for the harness's timeout.
 after(async () => {
   clearInterval(holdLoop);
-  const { FdWatcher } = await import('../../src/api/fd-watcher.js');
+  const { FdWatcher } = await import('../../src/api/core/fd-watcher.js');
   if (FdWatcher.open !== 0) {
     console.error(`device tier: ${FdWatcher.open} fd watcher(s) still open after the tests: a resource leaked`);
     process.exitCode = 1;

@@ -147,7 +147,7 @@ test('where libc does not load, bound calls and native copies fall back; the fd 
     import koffi from 'koffi';
     import { boundCallsUnavailable, fixedCall } from './src/ffi/bound-call.ts';
     import { copyFromNative } from './src/ffi/native-copy.ts';
-    import { setNonBlocking } from './src/api/fd-watcher.ts';
+    import { setNonBlocking } from './src/api/core/fd-watcher.ts';
     const call = fixedCall(1n, (a, b, c) => a + b + c, [1, 2, 3], true);
     const source = Buffer.from('bytes copied without libc');
     const copy = Buffer.alloc(source.length);

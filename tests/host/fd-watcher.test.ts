@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { FdWatcher } from '../../src/api/fd-watcher.js';
+import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { Fifo, makeFifo } from '../support/fifo.js';
 
 /** `promise`, or 'pending' if it has not settled within `ms` (the timer does not hold the process). */

@@ -20,7 +20,7 @@ import {
   connParamSchema, createEndpoint, createId, decodeRemoteRegion, decodeUdMessage, encodeRemoteRegion, eventName,
   getAddrInfo, listDevices, rdmaGetDevices,
 } from '../../src/index.js';
-import { flagMask, flagNames } from '../../src/api/enums.js';
+import { flagMask, flagNames } from '../../src/api/core/enums.js';
 
 const devices = hostRdmaDevices();
 const skipNative = devices.length > 0 && `this host has RDMA devices (${devices.join(', ')}): valid calls would open real resources`;

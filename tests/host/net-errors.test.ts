@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lookup } from 'node:dns/promises';
-import { RdmaError } from '../../src/api/errors.js';
+import { RdmaError } from '../../src/api/core/errors.js';
 import { connectFailure } from '../../src/net/errors.js';
 
 test('a resolver error is passed on as node:net does (ENOTFOUND, syscall getaddrinfo)', async () => {

@@ -27,7 +27,7 @@ const INTERNAL_NAMES = new Set([
   'internal', 'Internal', 'assertInternal', 'EventTarget', 'RequestAdopter',
 ]);
 
-/** The emitted declarations by path relative to the output folder (e.g. 'src/api/cm-id.d.ts'). */
+/** The emitted declarations by path relative to the output folder (e.g. 'src/api/cm/cm-id.d.ts'). */
 const declarations = new Map<string, string>();
 let outDir: string;
 

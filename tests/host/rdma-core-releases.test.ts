@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import process from 'node:process';
 import { fileURLToPath } from 'node:url';
 import { libibverbs } from '../../src/ffi/libibverbs.js';
-import { portAttrLayout } from '../../src/api/devices.js';
+import { portAttrLayout } from '../../src/api/verbs/devices.js';
 import { ibv_port_attr, ibv_port_attr_before_49 } from '../../src/structs/verbs-device.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
@@ -49,7 +49,7 @@ test("Debian 13's libibverbs (rdma-core 56), on its own glibc: the 56-byte ibv_p
   const script = `
     import fs from 'node:fs';
     import { libibverbs } from './src/ffi/libibverbs.ts';
-    import { portAttrLayout } from './src/api/devices.ts';
+    import { portAttrLayout } from './src/api/verbs/devices.ts';
     const release = libibverbs.release; // loads it
     const mapped = fs.readFileSync('/proc/self/maps', 'utf8').split('\\n').map((line) => line.slice(line.indexOf('/'))).filter((file) => /libibverbs\\.so|\\/libc\\.so/.test(file));
     console.log(JSON.stringify({ glibc: process.report.getReport().header.glibcVersionRuntime, release, size: portAttrLayout().size, fields: Object.keys(portAttrLayout().members), mapped: [...new Set(mapped)] }));`;

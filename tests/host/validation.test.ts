@@ -16,16 +16,16 @@ import {
   UnsupportedError, WorkCompletionError, connParamSchema, createEndpoint, createId, getAddrInfo, type WorkCompletion,
 } from '../../src/index.js';
 import { RdmaError as FfiRdmaError, memlockAdvice, memlockLimits } from '../../src/ffi/errors.js';
-import { abortError } from '../../src/api/errors.js';
+import { abortError } from '../../src/api/core/errors.js';
 import { assertAbortedWith } from '../support/errors.js';
-import { encodeConnParam, type ConnParam } from '../../src/api/conn-param.js';
-import { endpointSchema, waitSchema } from '../../src/api/cm-id.js';
-import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/validate.js';
+import { encodeConnParam, type ConnParam } from '../../src/api/cm/conn-param.js';
+import { endpointSchema, waitSchema } from '../../src/api/cm/cm-id.js';
+import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/core/validate.js';
 import { ibv_ah_attr, type IbvAhAttr } from '../../src/structs/verbs-resources.js';
 import {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, flagMask, flagNames,
   type AccessName,
-} from '../../src/api/enums.js';
+} from '../../src/api/core/enums.js';
 import { rdma_conn_param, type RdmaConnParam } from '../../src/structs/rdma-cma.js';
 import { noDeviceAdvice, packageRoot } from '../../src/package-info.js';
 

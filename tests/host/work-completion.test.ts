@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import koffi from 'koffi';
 import { ibv_wc } from '../../src/structs/verbs-work.js';
-import { WcFlag, WcOpcode, WcStatus, type WcFlagName, type WcOpcodeName, type WcStatusName } from '../../src/api/enums.js';
-import { WC_SIZE, decodeWorkCompletion, encodeWorkCompletion, type WorkCompletion } from '../../src/api/work-completion.js';
+import { WcFlag, WcOpcode, WcStatus, type WcFlagName, type WcOpcodeName, type WcStatusName } from '../../src/api/core/enums.js';
+import { WC_SIZE, decodeWorkCompletion, encodeWorkCompletion, type WorkCompletion } from '../../src/api/work/work-completion.js';
 
 const flagNames = Object.keys(WcFlag.values) as WcFlagName[];
 const u32 = fc.integer({ min: 0, max: 2 ** 32 - 1 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { RdmaError } from '../../src/index.js';
-import { PreparedRequestIds, WorkRequestIds } from '../../src/api/work-request-ids.js';
+import { PreparedRequestIds, WorkRequestIds } from '../../src/api/work/work-request-ids.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;

@@ -16,7 +16,7 @@ if (isMainThread) {
   }
   console.log(`survived ${exited}`);
 } else {
-  const { FdWatcher } = await tsImport('../../src/api/fd-watcher.ts', import.meta.url);
+  const { FdWatcher } = await tsImport('../../src/api/core/fd-watcher.ts', import.meta.url);
   const { Fifo } = await tsImport('./fifo.ts', import.meta.url);
   const fifo = new Fifo();
   let calls = 0;

@@ -1,7 +1,7 @@
 // Run by tests/host/fd-watcher.test.ts: a watcher calls back once, then loses
 // interest, with its fd still open and its callback still installed. The
 // process must end by itself, printing 'idle'.
-import { FdWatcher } from '../../src/api/fd-watcher.js';
+import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { Fifo } from './fifo.js';
 
 const fifo = new Fifo();

@@ -2,15 +2,15 @@
 // for the active side a queue pair, in one call. Synchronous, as the man page.
 import { Buffer } from 'node:buffer';
 import { z } from 'zod';
-import { librdmacm } from '../ffi/librdmacm.js';
-import { checkRdma } from '../ffi/errors.js';
+import { librdmacm } from '../../ffi/librdmacm.js';
+import { checkRdma } from '../../ffi/errors.js';
 import { AddrInfo } from './addrinfo.js';
-import { internal } from './internal.js';
+import { internal } from '../core/internal.js';
 import { CmId, encodeQpInitAttr, grantedCaps, qpAttrSchema, type QpAttr } from './cm-id.js';
-import { PortSpace, type PortSpaceName } from './enums.js';
-import { ProtectionDomain } from './protection-domain.js';
-import { ResourceClosedError } from './errors.js';
-import { argumentError, cString, parseArgument, port, type Holds, type InputIs } from './validate.js';
+import { PortSpace, type PortSpaceName } from '../core/enums.js';
+import { ProtectionDomain } from '../verbs/protection-domain.js';
+import { ResourceClosedError } from '../core/errors.js';
+import { argumentError, cString, parseArgument, port, type Holds, type InputIs } from '../core/validate.js';
 
 /** A port given as a decimal string: the same 0–65535 range as a number (getaddrinfo would take more). */
 const portString = z.string().regex(/^\d+$/, 'a port number').refine((s) => !/^\d+$/.test(s) || Number(s) <= 65535, 'a port is 0–65535');

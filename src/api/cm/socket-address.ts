@@ -2,7 +2,7 @@
 // and plain `{ family, address, port }` objects.
 import { Buffer } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
-import { AF_INET, AF_INET6, AF_IB } from '../structs/socket.js';
+import { AF_INET, AF_INET6, AF_IB } from '../../structs/socket.js';
 
 export type AddressFamily = 'IPv4' | 'IPv6' | 'IB';
 

@@ -5,13 +5,13 @@
 // it with createCq({ channel }).
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError, checkPointer, checkVerbs } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
-import { ibv_comp_channel } from '../structs/verbs-resources.js';
-import { Resource } from './resource.js';
-import { assertInternal, type Internal } from './internal.js';
-import { FdWatcher, setNonBlocking } from './fd-watcher.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { RdmaError, checkPointer, checkVerbs } from '../../ffi/errors.js';
+import type { Pointer } from '../../ffi/library.js';
+import { ibv_comp_channel } from '../../structs/verbs-resources.js';
+import { Resource } from '../core/resource.js';
+import { assertInternal, type Internal } from '../core/internal.js';
+import { FdWatcher, setNonBlocking } from '../core/fd-watcher.js';
 
 const EAGAIN = 11;
 const CHANNEL_FD = koffi.offsetof(ibv_comp_channel, 'fd');

@@ -3,18 +3,18 @@
 // id, MULTICAST_JOIN), or from a received completion to answer its sender.
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { checkPointer, checkVerbs } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
-import { ibv_ah_attr, type IbvAhAttr } from '../structs/verbs-resources.js';
-import { ibv_grh } from '../structs/verbs-work.js';
-import { Resource } from './resource.js';
-import { assertInternal, type Internal } from './internal.js';
-import { encodeWorkCompletion, type WorkCompletion } from './work-completion.js';
-import { WcFlag, type WcFlagName } from './enums.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { checkPointer, checkVerbs } from '../../ffi/errors.js';
+import type { Pointer } from '../../ffi/library.js';
+import { ibv_ah_attr, type IbvAhAttr } from '../../structs/verbs-resources.js';
+import { ibv_grh } from '../../structs/verbs-work.js';
+import { Resource } from '../core/resource.js';
+import { assertInternal, type Internal } from '../core/internal.js';
+import { encodeWorkCompletion, type WorkCompletion } from '../work/work-completion.js';
+import { WcFlag, type WcFlagName } from '../core/enums.js';
 import { z } from 'zod';
-import { ahAttrSchema, argumentError, bytes, parseArgument, u16, u32, u8 } from './validate.js';
-import { formatIPv6 } from './socket-address.js';
+import { ahAttrSchema, argumentError, bytes, parseArgument, u16, u32, u8 } from '../core/validate.js';
+import { formatIPv6 } from '../cm/socket-address.js';
 
 /** The 40-byte global route header at the start of every UD receive buffer. */
 export const GRH_SIZE = ibv_grh.size;

@@ -2,16 +2,16 @@
 // queue pairs. Owned when allocated here; borrowed when librdmacm made it for
 // an id (rdma_create_ep / rdma_create_qp without a PD) and destroys it itself.
 import { z } from 'zod';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { checkPointer, checkVerbs } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
-import { Access, flagMask, type AccessName } from './enums.js';
-import { Resource } from './resource.js';
-import { assertInternal, internal, type Internal } from './internal.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { checkPointer, checkVerbs } from '../../ffi/errors.js';
+import type { Pointer } from '../../ffi/library.js';
+import { Access, flagMask, type AccessName } from '../core/enums.js';
+import { Resource } from '../core/resource.js';
+import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { MemoryRegion } from './memory-region.js';
 import { AddressHandle } from './address-handle.js';
-import type { IbvAhAttr } from '../structs/verbs-resources.js';
-import { argumentError, parseArgument, registrableBytes } from './validate.js';
+import type { IbvAhAttr } from '../../structs/verbs-resources.js';
+import { argumentError, parseArgument, registrableBytes } from '../core/validate.js';
 
 const accessSchema = z.array(z.enum(Access.names as [AccessName, ...AccessName[]])).default(['LOCAL_WRITE']);
 const sizeSchema = z.number().int().min(1, 'a region needs at least 1 byte').max(2 ** 40);

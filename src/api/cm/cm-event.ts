@@ -2,14 +2,14 @@
 // and the typed errors that event statuses become.
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import type { Pointer } from '../ffi/library.js';
-import { errnoName } from '../ffi/errors.js';
-import { rdma_cm_event, rdma_ud_param, type RdmaUdParam } from '../structs/rdma-cma.js';
-import { memberOffset } from '../structs/registry.js';
-import { nativeBytes, snapshotStruct } from '../ffi/native-copy.js';
-import type { IbvAhAttr } from '../structs/verbs-resources.js';
-import { CmEventType, type CmEventTypeName } from './enums.js';
-import { readUint64Number } from './native-memory.js';
+import type { Pointer } from '../../ffi/library.js';
+import { errnoName } from '../../ffi/errors.js';
+import { rdma_cm_event, rdma_ud_param, type RdmaUdParam } from '../../structs/rdma-cma.js';
+import { memberOffset } from '../../structs/registry.js';
+import { nativeBytes, snapshotStruct } from '../../ffi/native-copy.js';
+import type { IbvAhAttr } from '../../structs/verbs-resources.js';
+import { CmEventType, type CmEventTypeName } from '../core/enums.js';
+import { readUint64Number } from '../core/native-memory.js';
 
 /** The connection parameters an event carried, private data copied out. */
 export interface EventConnParam {

@@ -4,15 +4,15 @@
 // it on its id, or to the channel's async iterator, or queued on its id.
 import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
-import { librdmacm } from '../ffi/librdmacm.js';
-import { RdmaError, checkPointer } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
-import { rdma_event_channel } from '../structs/rdma-cma.js';
+import { librdmacm } from '../../ffi/librdmacm.js';
+import { RdmaError, checkPointer } from '../../ffi/errors.js';
+import type { Pointer } from '../../ffi/library.js';
+import { rdma_event_channel } from '../../structs/rdma-cma.js';
 
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
-import { FdWatcher, setNonBlocking } from './fd-watcher.js';
-import { nativeScratch } from './native-memory.js';
-import { Resource } from './resource.js';
+import { FdWatcher, setNonBlocking } from '../core/fd-watcher.js';
+import { nativeScratch } from '../core/native-memory.js';
+import { Resource } from '../core/resource.js';
 
 // setTimeout's limit: a longer delay fires at once. A deadline further off
 // re-arms the timer each time it fires.

@@ -2,7 +2,7 @@
 // peer through private data or a send: big-endian u64 address, u32 rkey, u32 length.
 import { Buffer } from 'node:buffer';
 import { z } from 'zod';
-import { argumentError, bytes, parseArgument, u32 } from './validate.js';
+import { argumentError, bytes, parseArgument, u32 } from '../core/validate.js';
 import type { RemoteRegion } from './memory-region.js';
 
 export const REMOTE_REGION_SIZE = 16;

@@ -3,9 +3,9 @@
 // connection-manager events that end an operation (ConnectionError) and aborted
 // waits (AbortError, as Node's own).
 import type { z } from 'zod';
-export { RdmaError, UnsupportedError, LibraryLoadError } from '../ffi/errors.js';
-export type { MissingPiece } from '../ffi/diagnosis.js';
-export type { Requirement } from '../ffi/load-errors.js';
+export { RdmaError, UnsupportedError, LibraryLoadError } from '../../ffi/errors.js';
+export type { MissingPiece } from '../../ffi/diagnosis.js';
+export type { Requirement } from '../../ffi/load-errors.js';
 
 /** One broken rule: where (a parameter path like 'options.qp.sendWr') and what. */
 export interface ArgumentIssue {

@@ -3,7 +3,7 @@
 // 64-bit fields read from such views as Numbers, without a BigInt.
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import type { Pointer } from '../ffi/library.js';
+import type { Pointer } from '../../ffi/library.js';
 
 /** V8 keeps typed arrays up to this size on its heap, where they can move. */
 const ON_HEAP_MAX = 64;

@@ -4,18 +4,18 @@ import { Buffer } from 'node:buffer';
 import { accessSync, constants } from 'node:fs';
 import koffi from 'koffi';
 import { z } from 'zod';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { checkPointer, checkVerbs, errnoName, RdmaError } from '../ffi/errors.js';
-import { forgetContextOps } from '../ffi/inline-verbs.js';
-import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
-import { ibv_device, ibv_device_attr, type IbvDevice, type IbvDeviceAttr } from '../structs/verbs-device.js';
-import { ibv_context } from '../structs/verbs-resources.js';
-import { Resource } from './resource.js';
-import { argumentError, count, cString, parseArgument, type Holds, type InputIs } from './validate.js';
-import { assertInternal, internal, type Internal } from './internal.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { checkPointer, checkVerbs, errnoName, RdmaError } from '../../ffi/errors.js';
+import { forgetContextOps } from '../../ffi/inline-verbs.js';
+import { readPointer, readPointerArray, type Pointer } from '../../ffi/library.js';
+import { ibv_device, ibv_device_attr, type IbvDevice, type IbvDeviceAttr } from '../../structs/verbs-device.js';
+import { ibv_context } from '../../structs/verbs-resources.js';
+import { Resource } from '../core/resource.js';
+import { argumentError, count, cString, parseArgument, type Holds, type InputIs } from '../core/validate.js';
+import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { ProtectionDomain } from './protection-domain.js';
-import { CompletionQueue } from './completion-queue.js';
-import { CompletionChannel, contextOfChannel } from './completion-channel.js';
+import { CompletionQueue } from '../work/completion-queue.js';
+import { CompletionChannel, contextOfChannel } from '../work/completion-channel.js';
 
 /** createCq's options (ibv_create_cq). */
 export interface CqOptions {

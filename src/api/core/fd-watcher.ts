@@ -5,8 +5,8 @@ import { Buffer } from 'node:buffer';
 import process from 'node:process';
 import koffi from 'koffi';
 import type { node as koffiNode } from 'koffi';
-import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../ffi/libc.js';
-import { RdmaError } from '../ffi/errors.js';
+import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../../ffi/libc.js';
+import { RdmaError } from '../../ffi/errors.js';
 
 /** Sets O_NONBLOCK on `fd` so reads report EAGAIN instead of blocking. */
 export function setNonBlocking(fd: number): void {

@@ -2,10 +2,10 @@
 // a failed one.
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { ibv_wc } from '../structs/verbs-work.js';
-import { readUint64Number } from './native-memory.js';
-import { WcFlag, WcOpcode, WcStatus, flagNames, type WcFlagName, type WcOpcodeName, type WcStatusName } from './enums.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { ibv_wc } from '../../structs/verbs-work.js';
+import { readUint64Number } from '../core/native-memory.js';
+import { WcFlag, WcOpcode, WcStatus, flagNames, type WcFlagName, type WcOpcodeName, type WcStatusName } from '../core/enums.js';
 
 export interface WorkCompletion {
   /** The work request's id (the C API's wr_id). */

@@ -1,7 +1,7 @@
 // fork() and registered memory: what libibverbs does about it (ibv_fork_init,
 // ibv_is_fork_initialized). See the README's "Memory locking and fork()".
-import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError } from '../ffi/errors.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { RdmaError } from '../../ffi/errors.js';
 
 /**
  * How a fork() treats registered memory in this process:

@@ -3,8 +3,8 @@
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
-import { rdma_conn_param } from '../structs/rdma-cma.js';
-import { argumentError, bytes, parseArgument, u32, u8, type Holds, type InputIs } from './validate.js';
+import { rdma_conn_param } from '../../structs/rdma-cma.js';
+import { argumentError, bytes, parseArgument, u32, u8, type Holds, type InputIs } from '../core/validate.js';
 
 /**
  * Private data limits in bytes, from the IB CM and librdmacm (they include no

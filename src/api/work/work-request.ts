@@ -5,24 +5,24 @@
 import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
 import { z } from 'zod';
-import { RdmaError } from '../ffi/errors.js';
+import { RdmaError } from '../../ffi/errors.js';
 import {
   IBV_SEND_FENCE, IBV_SEND_INLINE, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED,
   IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_FETCH_AND_ADD,
   IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM,
   RDMA_UDP_QKEY, repeatedVerbCall, type ContextOps, type RepeatedVerb,
-} from '../ffi/inline-verbs.js';
-import type { FixedCall } from '../ffi/bound-call.js';
-import { AddressHandle } from './address-handle.js';
-import { toAddress, type Address, type Pointer } from '../ffi/library.js';
-import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../structs/verbs-work.js';
-import { MemoryRegion } from './memory-region.js';
-import { nativeScratch, type NativeScratch } from './native-memory.js';
-import { argumentError, isResizable, parseArgument, u32, u64, type Holds, type InputIs } from './validate.js';
-import { ResourceClosedError } from './errors.js';
+} from '../../ffi/inline-verbs.js';
+import type { FixedCall } from '../../ffi/bound-call.js';
+import { AddressHandle } from '../verbs/address-handle.js';
+import { toAddress, type Address, type Pointer } from '../../ffi/library.js';
+import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../../structs/verbs-work.js';
+import { MemoryRegion } from '../verbs/memory-region.js';
+import { nativeScratch, type NativeScratch } from '../core/native-memory.js';
+import { argumentError, isResizable, parseArgument, u32, u64, type Holds, type InputIs } from '../core/validate.js';
+import { ResourceClosedError } from '../core/errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
-import { assertInternal, type Internal } from './internal.js';
-import type { Resource } from './resource.js';
+import { assertInternal, type Internal } from '../core/internal.js';
+import type { Resource } from '../core/resource.js';
 
 const ATOMIC_SIZE = 8;
 const MAX_SGE_LENGTH = 0xffffffff;

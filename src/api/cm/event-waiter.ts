@@ -2,9 +2,9 @@
 // settled by the event, an ending event, its deadline, its abort signal, or
 // the id's close. The id (cm-id.ts) owns its waiters and offers them the
 // events its channel routes to it.
-import { RdmaError } from '../ffi/errors.js';
-import type { CmEventTypeName } from './enums.js';
-import { abortError } from './errors.js';
+import { RdmaError } from '../../ffi/errors.js';
+import type { CmEventTypeName } from '../core/enums.js';
+import { abortError } from '../core/errors.js';
 import { expectEvent, settleWait, type ChannelEvent, type EventChannel } from './event-channel.js';
 
 // The executor of every waiter's promise hands its settle functions over here,

@@ -6,15 +6,15 @@
 import { Buffer } from 'node:buffer';
 import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError, checkVerbs } from '../ffi/errors.js';
-import type { Pointer } from '../ffi/library.js';
-import { ibv_mr } from '../structs/verbs-resources.js';
-import type { AccessName } from './enums.js';
-import { Resource } from './resource.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { RdmaError, checkVerbs } from '../../ffi/errors.js';
+import type { Pointer } from '../../ffi/library.js';
+import { ibv_mr } from '../../structs/verbs-resources.js';
+import type { AccessName } from '../core/enums.js';
+import { Resource } from '../core/resource.js';
 import { z } from 'zod';
-import { parseArgument } from './validate.js';
-import { assertInternal, type Internal } from './internal.js';
+import { parseArgument } from '../core/validate.js';
+import { assertInternal, type Internal } from '../core/internal.js';
 
 const PAGE_SIZE = 4096;
 const LKEY = koffi.offsetof(ibv_mr, 'lkey');

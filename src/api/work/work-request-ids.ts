@@ -7,7 +7,7 @@
 // its queue's close, or the collection of a request the program dropped. A
 // one-shot post's id stays only when it has a context, until its completion is
 // decoded. After the counter wraps around, ids still in the table are skipped.
-import { RdmaError } from '../ffi/errors.js';
+import { RdmaError } from '../../ffi/errors.js';
 
 const MAX_WR_ID = 0xffffffff;
 const ENOSPC = 28;

@@ -2,27 +2,27 @@
 // CmId: posting sends and receives, and taking their completions.
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
-import { contextOps, type ContextOps } from '../ffi/inline-verbs.js';
-import { toAddress, type Pointer } from '../ffi/library.js';
-import { snapshotStruct } from '../ffi/native-copy.js';
+import { contextOps, type ContextOps } from '../../ffi/inline-verbs.js';
+import { toAddress, type Pointer } from '../../ffi/library.js';
+import { snapshotStruct } from '../../ffi/native-copy.js';
 import { z } from 'zod';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { checkVerbs } from '../ffi/errors.js';
-import { ibv_qp, ibv_qp_attr } from '../structs/verbs-resources.js';
-import type { IbvQpCap } from '../structs/verbs-resources.js';
-import { CompletionQueue } from './completion-queue.js';
-import { QpType, type QpTypeName } from './enums.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { checkVerbs } from '../../ffi/errors.js';
+import { ibv_qp, ibv_qp_attr } from '../../structs/verbs-resources.js';
+import type { IbvQpCap } from '../../structs/verbs-resources.js';
+import { CompletionQueue } from '../work/completion-queue.js';
+import { QpType, type QpTypeName } from '../core/enums.js';
 import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
-import { Resource } from './resource.js';
-import { assertInternal, internal, type Internal } from './internal.js';
+import { Resource } from '../core/resource.js';
+import { assertInternal, internal, type Internal } from '../core/internal.js';
 import {
   PreparedRecv, PreparedRecvChain, PreparedSend, PreparedSendChain, postOnce,
   type PostTarget, type RecvChainOptions, type RecvOptions, type SendChainOptions, type SendOptions,
-} from './work-request.js';
-import { PreparedRequestIds } from './work-request-ids.js';
-import { argumentError, parseArgument } from './validate.js';
-import type { WorkCompletion } from './work-completion.js';
+} from '../work/work-request.js';
+import { PreparedRequestIds } from '../work/work-request-ids.js';
+import { argumentError, parseArgument } from '../core/validate.js';
+import type { WorkCompletion } from '../work/work-completion.js';
 
 const IBV_QP_MIN_RNR_TIMER = 1 << 15;
 const MIN_RNR_TIMER_OFFSET = koffi.offsetof(ibv_qp_attr, 'min_rnr_timer');

@@ -6,38 +6,38 @@
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
-import { librdmacm } from '../ffi/librdmacm.js';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError, UnsupportedError, checkRdma, checkVerbs } from '../ffi/errors.js';
-import { readPointer, writePointer, type Pointer } from '../ffi/library.js';
-import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../structs/rdma-cma.js';
-import { memberOffset } from '../structs/registry.js';
-import { nativeBytes } from '../ffi/native-copy.js';
+import { librdmacm } from '../../ffi/librdmacm.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { RdmaError, UnsupportedError, checkRdma, checkVerbs } from '../../ffi/errors.js';
+import { readPointer, writePointer, type Pointer } from '../../ffi/library.js';
+import { rdma_addr, rdma_cm_id, rdma_cm_join_mc_attr_ex, rdma_route } from '../../structs/rdma-cma.js';
+import { memberOffset } from '../../structs/registry.js';
+import { nativeBytes } from '../../ffi/native-copy.js';
 import {
   ibv_qp, ibv_qp_attr, ibv_qp_init_attr, ibv_srq, ibv_srq_init_attr, type IbvQpCap, type IbvSrqInitAttr,
-} from '../structs/verbs-resources.js';
+} from '../../structs/verbs-resources.js';
 import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventConnParam, type EventUdParam } from './cm-event.js';
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
-import { DeviceContext, deviceLimits, type DeviceLimits } from './device-context.js';
-import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from './enums.js';
-import { abortError, ResourceClosedError } from './errors.js';
+import { DeviceContext, deviceLimits, type DeviceLimits } from '../verbs/device-context.js';
+import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from '../core/enums.js';
+import { abortError, ResourceClosedError } from '../core/errors.js';
 import {
   EventChannel, attachTarget, detachTarget, expireWaiters, failPending, keepEvent, offerEvent, setRequestAdopter, type EventTarget,
 } from './event-channel.js';
 import { Waiter } from './event-waiter.js';
-import type { MemoryRegion } from './memory-region.js';
-import { ProtectionDomain } from './protection-domain.js';
-import { AddressHandle } from './address-handle.js';
-import { QueuePair } from './queue-pair.js';
-import { CompletionQueue } from './completion-queue.js';
-import { SharedReceiveQueue } from './shared-receive-queue.js';
-import { Resource } from './resource.js';
-import { assertInternal, internal, type Internal } from './internal.js';
+import type { MemoryRegion } from '../verbs/memory-region.js';
+import { ProtectionDomain } from '../verbs/protection-domain.js';
+import { AddressHandle } from '../verbs/address-handle.js';
+import { QueuePair } from '../verbs/queue-pair.js';
+import { CompletionQueue } from '../work/completion-queue.js';
+import { SharedReceiveQueue } from '../verbs/shared-receive-queue.js';
+import { Resource } from '../core/resource.js';
+import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
-import { nativeScratch } from './native-memory.js';
-import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from './validate.js';
-import type { RecvOptions, SendOptions } from './work-request.js';
-import type { WorkCompletion } from './work-completion.js';
+import { nativeScratch } from '../core/native-memory.js';
+import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from '../core/validate.js';
+import type { RecvOptions, SendOptions } from '../work/work-request.js';
+import type { WorkCompletion } from '../work/work-completion.js';
 
 /** A connection-manager event with this API's id objects. */
 export type ConnectionEvent = CmEvent<CmId>;

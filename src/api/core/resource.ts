@@ -3,7 +3,7 @@
 // and a ResourceClosedError for any use after close.
 import process from 'node:process';
 import { ResourceClosedError } from './errors.js';
-import type { Pointer } from '../ffi/library.js';
+import type { Pointer } from '../../ffi/library.js';
 
 const leakWarnings = new FinalizationRegistry<string>((description) => {
   process.emitWarning(`${description} was garbage-collected without close(); its native resources leaked`, {

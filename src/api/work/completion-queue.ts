@@ -12,20 +12,20 @@
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { RdmaError, checkPointer, checkVerbs, pollFailed } from '../ffi/errors.js';
-import { contextOps, repeatedVerbCall, type ContextOps } from '../ffi/inline-verbs.js';
-import type { FixedCall } from '../ffi/bound-call.js';
-import { readPointer, toAddress, type Pointer } from '../ffi/library.js';
-import { ibv_comp_channel, ibv_cq } from '../structs/verbs-resources.js';
-import { Resource } from './resource.js';
-import { assertInternal, type Internal } from './internal.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { RdmaError, checkPointer, checkVerbs, pollFailed } from '../../ffi/errors.js';
+import { contextOps, repeatedVerbCall, type ContextOps } from '../../ffi/inline-verbs.js';
+import type { FixedCall } from '../../ffi/bound-call.js';
+import { readPointer, toAddress, type Pointer } from '../../ffi/library.js';
+import { ibv_comp_channel, ibv_cq } from '../../structs/verbs-resources.js';
+import { Resource } from '../core/resource.js';
+import { assertInternal, type Internal } from '../core/internal.js';
 import { contextOf } from './work-request-ids.js';
-import { ResourceClosedError } from './errors.js';
-import { argumentError } from './validate.js';
-import { FdWatcher, blockUntilReadable, setNonBlocking } from './fd-watcher.js';
+import { ResourceClosedError } from '../core/errors.js';
+import { argumentError } from '../core/validate.js';
+import { FdWatcher, blockUntilReadable, setNonBlocking } from '../core/fd-watcher.js';
 import { CompletionChannel, joinChannel, type ChannelWatch } from './completion-channel.js';
-import { nativeScratch } from './native-memory.js';
+import { nativeScratch } from '../core/native-memory.js';
 import {
   WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readImmData, readOpcode, readStatus, readWrId, type WorkCompletion,
 } from './work-completion.js';

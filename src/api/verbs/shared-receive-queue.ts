@@ -2,15 +2,15 @@
 // the queue pair created on that id afterwards takes its receives from it.
 // Receives complete on the queue pair's receive CQ.
 import koffi from 'koffi';
-import { contextOps } from '../ffi/inline-verbs.js';
-import { readPointer, toAddress, type Pointer } from '../ffi/library.js';
-import { ibv_srq } from '../structs/verbs-resources.js';
+import { contextOps } from '../../ffi/inline-verbs.js';
+import { readPointer, toAddress, type Pointer } from '../../ffi/library.js';
+import { ibv_srq } from '../../structs/verbs-resources.js';
 import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
-import { Resource } from './resource.js';
-import { assertInternal, internal, type Internal } from './internal.js';
-import { PreparedRecv, PreparedRecvChain, postOnce, type PostTarget, type RecvChainOptions, type RecvOptions } from './work-request.js';
-import { PreparedRequestIds } from './work-request-ids.js';
+import { Resource } from '../core/resource.js';
+import { assertInternal, internal, type Internal } from '../core/internal.js';
+import { PreparedRecv, PreparedRecvChain, postOnce, type PostTarget, type RecvChainOptions, type RecvOptions } from '../work/work-request.js';
+import { PreparedRequestIds } from '../work/work-request-ids.js';
 
 export class SharedReceiveQueue extends Resource {
   readonly maxWr: number;

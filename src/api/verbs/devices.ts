@@ -4,14 +4,14 @@
 import { Buffer } from 'node:buffer';
 import { readdirSync, readFileSync } from 'node:fs';
 import koffi, { type TypeObject } from 'koffi';
-import { libibverbs } from '../ffi/libibverbs.js';
-import { queryPort as queryPortVerb } from '../ffi/inline-verbs.js';
-import { librdmacm } from '../ffi/librdmacm.js';
-import { checkVerbs, RdmaError } from '../ffi/errors.js';
-import { readPointer, readPointerArray, type Pointer } from '../ffi/library.js';
-import * as structs from '../structs/index.js';
-import { diagnoseRdmaStack } from '../ffi/diagnosis.js';
-import { noDeviceFound } from '../package-info.js';
+import { libibverbs } from '../../ffi/libibverbs.js';
+import { queryPort as queryPortVerb } from '../../ffi/inline-verbs.js';
+import { librdmacm } from '../../ffi/librdmacm.js';
+import { checkVerbs, RdmaError } from '../../ffi/errors.js';
+import { readPointer, readPointerArray, type Pointer } from '../../ffi/library.js';
+import * as structs from '../../structs/index.js';
+import { diagnoseRdmaStack } from '../../ffi/diagnosis.js';
+import { noDeviceFound } from '../../package-info.js';
 import { openDeviceError } from './device-context.js';
 
 /** A value none of the tables below knows, kept with its number. */

@@ -3,17 +3,17 @@
 import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
-import { librdmacm } from '../ffi/librdmacm.js';
-import { RdmaError, checkAddrInfo } from '../ffi/errors.js';
-import { callAsync, type Pointer } from '../ffi/library.js';
-import { nativeBytes } from '../ffi/native-copy.js';
-import { rdma_addrinfo, type RdmaAddrinfo } from '../structs/rdma-cma.js';
-import { AF_INET, AF_INET6, AF_IB } from '../structs/socket.js';
-import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlagName, type PortSpaceName, type QpTypeName } from './enums.js';
-import { abortError } from './errors.js';
-import { Resource } from './resource.js';
+import { librdmacm } from '../../ffi/librdmacm.js';
+import { RdmaError, checkAddrInfo } from '../../ffi/errors.js';
+import { callAsync, type Pointer } from '../../ffi/library.js';
+import { nativeBytes } from '../../ffi/native-copy.js';
+import { rdma_addrinfo, type RdmaAddrinfo } from '../../structs/rdma-cma.js';
+import { AF_INET, AF_INET6, AF_IB } from '../../structs/socket.js';
+import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlagName, type PortSpaceName, type QpTypeName } from '../core/enums.js';
+import { abortError } from '../core/errors.js';
+import { Resource } from '../core/resource.js';
 import { decodeSocketAddress, type AddressFamily, type SocketAddress } from './socket-address.js';
-import { argumentError, cString, parseArgument, type Holds, type InputIs } from './validate.js';
+import { argumentError, cString, parseArgument, type Holds, type InputIs } from '../core/validate.js';
 
 /** One rdma_addrinfo entry, decoded. */
 export interface AddrInfoEntry {
