@@ -11,10 +11,15 @@ import { TimerProbe } from '../../src/bench/timer-probe.js';
 import { benchPair } from '../support/bench-pair.js';
 import { connectPair, type Pair } from '../support/pair.js';
 
-// The target is 2 ms p99; under emulation the guest's own noise is larger, so
-// each mode is held to the same guest's node:net TCP ping-pong with the same
-// timer beside it, measured first in this run (TCP read 1.1–1.9 ms there).
-const TIMER_SLACK_MS = 2;
+// The target, 2 ms p99 late, is the bench's (`npm run bench` reports it per
+// mode). Here the guard is against starvation, judged against the same guest's
+// node:net TCP ping-pong with the same timer, measured first in this run: a
+// loaded emulator makes every p99 noise (TCP's read 10–31 ms with other VMs
+// running), while a starved loop shows in the median (busy-poll's was tens of
+// ms before its time slice) and in the ticks.
+/** A mode's median lateness may exceed TCP's by this factor plus this many ms. */
+const MEDIAN_FACTOR = 2;
+const MEDIAN_SLACK_MS = 1;
 const MESSAGE = 64;
 const ROUNDS_EACH = 40;
 const receives = new Map<CmId, PreparedRecv>();
@@ -23,25 +28,30 @@ interface Lateness { timer_ticks: number; timer_p50_ms: number; timer_p99_ms: nu
 const describe = (figures: Lateness) =>
   `1 ms timer: ${figures.timer_ticks} ticks, late p50 ${figures.timer_p50_ms} ms, p99 ${figures.timer_p99_ms} ms, max ${figures.timer_max_ms} ms`;
 
-let tcpP99Ms = Number.NaN;
+let tcpP50Ms = Number.NaN;
+
+function assertNotStarved(figures: Lateness): void {
+  const bound = MEDIAN_FACTOR * tcpP50Ms + MEDIAN_SLACK_MS;
+  assert.ok(figures.timer_p50_ms <= bound, `the timer's median lateness was ${figures.timer_p50_ms} ms (bound ${bound} ms; TCP's ${tcpP50Ms} ms)`);
+}
+
 test('node:net TCP ping-pong in this guest with a 1 ms timer beside it (the reference)', { timeout: 300_000 }, async () => {
   const { client } = await benchPair(['stream', '--tcp', '-S', '64', '-C', '1', '-I', '2000', '-w', '200'], { server: ['-l'], client: ['--timer'] });
   const figures = client as unknown as Lateness & { p50_us: number };
   console.log(`# tcp: half round trip p50 ${figures.p50_us} µs; ${describe(figures)}`);
   assert.ok(figures.timer_ticks >= 100, `the timer ticked ${figures.timer_ticks} times`);
-  tcpP99Ms = figures.timer_p99_ms;
+  tcpP50Ms = figures.timer_p50_ms;
 });
 
 for (const mode of COMPLETION_MODES) {
-  test(`${mode}: a 1 ms timer beside a 64 B ping-pong fires on time (p99 late within ${TIMER_SLACK_MS} ms of TCP's)`, { timeout: 300_000 }, async () => {
+  test(`${mode}: a 1 ms timer beside a 64 B ping-pong fires on time (median lateness within ${MEDIAN_FACTOR}× TCP's + ${MEDIAN_SLACK_MS} ms)`, { timeout: 300_000 }, async () => {
     const { client } = await benchPair(['lat', '--wait', mode, ...PING_PONGS], { client: ['--timer'] });
     const figures = client as unknown as Lateness & { iters: number; p50_us: number; p99_us: number };
     console.log(`# ${mode}: half round trip p50 ${figures.p50_us} µs p99 ${figures.p99_us} µs; ${describe(figures)}`);
     assert.equal(figures.iters, 2000);
     // Without starvation a 1 ms timer ticks through the run: 2200 round trips take well over 1 ms each way under emulation.
     assert.ok(figures.timer_ticks >= 100, `the timer ticked ${figures.timer_ticks} times`);
-    const bound = Math.max(2, tcpP99Ms) + TIMER_SLACK_MS;
-    assert.ok(figures.timer_p99_ms < bound, `the timer's p99 lateness was ${figures.timer_p99_ms} ms (bound ${bound} ms; TCP's ${tcpP99Ms} ms)`);
+    assertNotStarved(figures);
   });
 }
 
@@ -81,8 +91,7 @@ test('100 queues in adaptive mode, 50 ping-pongs at once in this process: a 1 ms
     const lateness = probe.stop();
     console.log(`# 100 adaptive queues, 50 ping-pongs × ${ROUNDS_EACH}: ${(elapsed / 1000).toFixed(1)} s; ${describe(lateness)}`);
     assert.ok(lateness.timer_ticks >= 100, `the timer ticked ${lateness.timer_ticks} times`);
-    const bound = Math.max(2, tcpP99Ms) + TIMER_SLACK_MS;
-    assert.ok(lateness.timer_p99_ms < bound, `the timer's p99 lateness was ${lateness.timer_p99_ms} ms (bound ${bound} ms; TCP's ${tcpP99Ms} ms)`);
+    assertNotStarved(lateness);
   } finally {
     for (const pair of pairs) pair.close();
   }

@@ -77,6 +77,23 @@ const endTurn = (): void => {
   inTurn = false;
 };
 
+/**
+ * The poll phase's own slice: wake-ups of many queues' channels in one turn
+ * count against it, apart from the check phase's chains (so neither starves
+ * the other). Opened by the first wake-up of a turn, closed in its check phase.
+ */
+let wakeWindowStart = 0;
+let inWakeWindow = false;
+const endWakeWindow = (): void => {
+  inWakeWindow = false;
+};
+function beginWakeWindow(): void {
+  if (inWakeWindow) return;
+  inWakeWindow = true;
+  wakeWindowStart = performance.now();
+  setImmediate(endWakeWindow);
+}
+
 /** Opens this turn's time slice unless one is open: every queue served until the loop turns counts against it. */
 function beginTurn(): void {
   if (inTurn) return;
@@ -456,6 +473,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * watch, which would otherwise keep the process alive.
    */
   #channelReadable(): void {
+    // Many queues' wake-ups come in one poll phase. Past a slice of them the
+    // event stays on the channel: libuv watches it level-triggered and calls
+    // again next turn, after the timers; until then it costs a callback, not a read.
+    beginWakeWindow();
+    if (performance.now() - wakeWindowStart >= this.#timeSliceMs) return;
     try {
       this.#takeChannelEvent();
     } catch (error) {
