@@ -538,6 +538,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#pollScheduled = false;
     if (this.closed) return;
     beginTurn();
+    // Queues scheduled in one check phase take turns: past the slice, the rest go round again next turn.
+    if (this.#sliceSpent()) return this.#schedulePoll();
     if (this.#listener) this.#serveListener();
     else if (this.#mode === 'busy-poll') {
       if (!this.#spinning && this.#waiters.length > 0) void this.#spin();
