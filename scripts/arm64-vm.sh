@@ -69,7 +69,8 @@ ARM64_PACKAGES="libc6 libgcc-s1 libstdc++6 gcc-14-base libibverbs1 librdmacm1t64
 ibverbs-utils rdmacm-utils libnl-3-200 libnl-route-3-200 iproute2 libbpf1 libelf1t64 zlib1g libzstd1
 libmnl0 libcap2 libselinux1 libpcre2-8-0 libtirpc3t64 libxtables12 libdb5.3t64 busybox-static"
 # Loaded with their dependencies first (copy_module_closure); built-in ones are skipped.
-MODULES="9pnet 9pnet_virtio 9p ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth"
+# crc32_generic: rdma_rxe asks the crypto API for "crc32" (its ICRC), no module dependency names it.
+MODULES="9pnet 9pnet_virtio 9p crc32_generic ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth"
 
 msg() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { local code=$1; shift; msg "error: $*"; exit "$code"; }
@@ -262,13 +263,15 @@ hostname arm64-vm
 log "shares mounted"
 
 export PATH=/opt/rdmacm-node/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# iproute2's ip and rdma by path: Debian's static busybox runs its own applets before PATH
+ip() { /usr/bin/ip "$@"; }
 ip link set lo up
 ip link add veth0 type veth peer name veth1 || fail "cannot create the veth pair"
 ip addr add 10.77.0.1/24 dev veth0
 ip addr add 10.77.0.2/24 dev veth1
 ip link set veth1 up
 ip link set veth0 up
-rdma link add rxe0 type rxe netdev veth0 || fail "rdma link add rxe0 type rxe netdev veth0"
+/usr/bin/rdma link add rxe0 type rxe netdev veth0 || fail "rdma link add rxe0 type rxe netdev veth0"
 state=
 i=0
 while [ $i -lt 600 ]; do
