@@ -5,9 +5,15 @@
 # a real kernel RDMA stack. npm run test:arm64 runs the smoke test in it.
 #
 # Usage:
-#   scripts/arm64-vm.sh [--timeout S] [--verbose] [-e NAME[=VALUE]]... -- COMMAND [ARGS...]
+#   scripts/arm64-vm.sh [--timeout S] [--verbose] [-e NAME[=VALUE]]... [-- COMMAND [ARGS...]]
 #   scripts/arm64-vm.sh --prepare        # fetch and build everything, boot nothing
 #   scripts/arm64-vm.sh --help
+#
+#   Without COMMAND: the arm64 test (npm run test:arm64, after npm run build):
+#   uname -m, ibv_devices, the platform line (scripts/platform.mjs, rdma-core
+#   56 expected), bound calls off (scripts/arm64-guest-check.mjs), `rdmacm
+#   smoke`, then the device tier's smoke file (RDMACM_TEST_ONLY=smoke
+#   dist/tests/device/run.js), each step's guest uptime on stderr.
 #
 #   --timeout S    Overall limit in seconds (default 900, env RDMACM_VM_TIMEOUT).
 #   -e, --env NAME[=VALUE]
@@ -94,8 +100,24 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $TIMEOUT in ''|*[!0-9]*) die $EXIT_USAGE "--timeout must be a whole number of seconds" ;; esac
-[ "$PREPARE_ONLY" = 1 ] || [ $# -gt 0 ] || die $EXIT_USAGE "no command given (usage: $PROG [--timeout S] -- COMMAND [ARGS...])"
-CMD=("$@")
+# The arm64 test: every step must pass; the uptime stamps give the timings.
+read -r -d '' ARM64_TEST <<'EOF_TEST' || true
+stamp() { echo "arm64-vm: [$(cut -d' ' -f1 /proc/uptime) s since boot] $*" >&2; }
+set -e
+stamp "command started"
+uname -m
+ibv_devices
+stamp "node starts"
+node scripts/platform.mjs --step "arm64 guest: smoke" --expect-rdma-core 56
+stamp "node ran the platform line"
+node scripts/arm64-guest-check.mjs
+stamp "rdmacm smoke starts"
+node bin/rdmacm smoke
+stamp "rdmacm smoke done; the device tier's smoke file starts"
+RDMACM_TEST_ONLY=smoke node dist/tests/device/run.js
+stamp "done"
+EOF_TEST
+if [ $# -gt 0 ]; then CMD=("$@"); else CMD=(sh -c "$ARM64_TEST"); fi
 BOOT_TIMEOUT=${RDMACM_VM_BOOT_TIMEOUT:-300}
 MEM=${RDMACM_VM_MEM:-2048}
 SMP=${RDMACM_VM_SMP:-2}
