@@ -108,7 +108,7 @@ stamp "command started"
 uname -m
 ibv_devices
 stamp "node starts"
-node scripts/platform.mjs --step "arm64 guest: smoke" --expect-rdma-core 56
+node scripts/platform.mjs --step "device tier, arm64 guest: smoke" --expect-rdma-core 56
 stamp "node ran the platform line"
 node scripts/arm64-guest-check.mjs
 stamp "rdmacm smoke starts"
