@@ -17,7 +17,7 @@
 # own host: the tier finds the device, its port and address by itself.
 # Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
 # userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
-# runs the smoke test there too (npm run test:arm64; about 2 1/2 minutes).
+# runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes).
 set -euo pipefail
 
 # Everything is in functions, read whole before anything runs: editing this
