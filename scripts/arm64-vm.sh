@@ -314,8 +314,12 @@ ulimit -n 65536 2>/dev/null
 cd "$PROJECT_DIR" || fail "cd $PROJECT_DIR"
 touch /run/rdmacm/started
 log "running the command"
-sh /run/rdmacm/cmd.sh </dev/null
+# plain "\n" on both ports; stty again after the command drains their output (TCSADRAIN)
+stty -F /dev/ttyAMA0 -onlcr 2>/dev/null
+stty -F /dev/hvc0 -onlcr 2>/dev/null
+sh /run/rdmacm/cmd.sh </dev/null >/dev/ttyAMA0
 rc=$?
+stty -F /dev/ttyAMA0 -onlcr 2>/dev/null
 log "command exited with $rc"
 echo "$rc" >/run/rdmacm/rc.tmp && mv /run/rdmacm/rc.tmp /run/rdmacm/rc
 sync
