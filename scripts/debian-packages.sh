@@ -11,26 +11,42 @@
 #   scripts/debian-packages.sh --download SUITE DIR PACKAGE...
 #                                                       downloads the .debs into DIR
 #   --refresh before the mode: update the lists first even if they are there
+#   --arch ARCH before the mode: another architecture's packages (e.g. arm64,
+#               for scripts/arm64-vm.sh's guest); default: this machine's
 #
 # Cache: ${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}/SUITE/
-# (root-PACKAGES holds the files; delete the folder to start over).
+# (SUITE-ARCH/ for another architecture; root-PACKAGES holds the files; delete
+# the folder to start over).
 set -euo pipefail
 
 refresh=0
-if [ "${1:-}" = --refresh ]; then refresh=1; shift; fi
+arch=$(dpkg --print-architecture)
+foreign=
+while :; do
+  case ${1:-} in
+    --refresh) refresh=1; shift ;;
+    --arch) [ $# -ge 2 ] || { echo "$0: --arch needs a value" >&2; exit 2; }
+            [ "$2" = "$arch" ] || foreign=-$2
+            arch=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
 mode=unpack
 case ${1:-} in
   --depends) mode=depends; shift ;;
   --download) mode=download; shift ;;
 esac
-[ $# -ge 2 ] || { echo "usage: $0 [--refresh] [--depends|--download DIR] SUITE PACKAGE..." >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 [--refresh] [--arch ARCH] [--depends|--download DIR] SUITE PACKAGE..." >&2; exit 2; }
 suite=$1
 shift
-cache=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}/$suite
+cache=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}/$suite$foreign
 
 # An unpacked root already there is answered before anything is written: the
 # soft-RoCE guest reads this cache on a read-only file system.
-root="$cache/root-$(printf '%s\n' "$@" | sort | tr '\n' '+' | sed 's/+$//')"
+# (a long list is named by its hash: a file name holds 255 bytes)
+name=$(printf '%s\n' "$@" | sort | tr '\n' '+' | sed 's/+$//')
+if [ ${#name} -gt 120 ]; then name=$(printf '%s\n' "$name" | sha256sum | cut -c1-16); fi
+root="$cache/root-$name"
 if [ "$mode" = unpack ] && [ -f "$root/.complete" ] && [ "$refresh" = 0 ]; then
   echo "$root"
   exit 0
@@ -41,7 +57,7 @@ echo "deb http://deb.debian.org/debian $suite main" > "$cache/sources.list"
 apt_options=(
   -o "Dir::Etc::SourceList=$cache/sources.list" -o Dir::Etc::SourceParts=/dev/null
   -o "Dir::State::Lists=$cache/lists" -o "Dir::Cache=$cache" -o "Dir::Cache::Archives=$cache/archives"
-  -o Dir::State::Status=/dev/null -o "APT::Architecture=$(dpkg --print-architecture)"
+  -o Dir::State::Status=/dev/null -o "APT::Architecture=$arch" -o APT::Architectures::=$arch
   -o Debug::NoLocking=1 -o APT::Sandbox::User=root
 )
 update_lists() { apt-get "${apt_options[@]}" -qq update >&2; }
@@ -63,7 +79,7 @@ case $mode in
     exit 0 ;;
 esac
 
-echo "debian-packages: fetching $* from Debian $suite" >&2
+echo "debian-packages: fetching $* from Debian $suite ($arch)" >&2
 update_lists
 (cd "$cache/debs" && rm -f ./*.deb && apt-get "${apt_options[@]}" -qq download "$@" >&2)
 rm -rf "$root"

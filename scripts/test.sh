@@ -15,6 +15,9 @@
 # rdma-core 56 laid over this host's files (rxe-vm.sh --distro trixie) for the
 # smoke test, with the harness's RDMACM_TEST_* variables unset, as on a user's
 # own host: the tier finds the device, its port and address by itself.
+# Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
+# userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
+# runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes).
 set -euo pipefail
 
 # Everything is in functions, read whole before anything runs: editing this
@@ -105,8 +108,10 @@ main() {
           'unset RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
            node scripts/platform.mjs --step "device tier, rdma-core 56 guest: smoke" --expect-rdma-core 56 && node bin/rdmacm smoke &&
            RDMACM_TEST_ONLY=smoke,connection exec node dist/tests/device/run.js' || status=1
+        echo "== device tier, arm64 guest: smoke (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
+        tier_run bash scripts/arm64-vm.sh --timeout 600 || status=1
       else
-        echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost) and the rdma-core 56 guest did not run" | tee -a "$log"
+        echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost), the rdma-core 56 guest and the arm64 guest did not run" | tee -a "$log"
       fi
     fi
   fi
