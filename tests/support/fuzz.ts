@@ -1,0 +1,230 @@
+// The bookkeeping and the arbitraries shared by the fuzzing files (host and device).
+// Contract (issue 32): every call returns, or throws one of the API's typed errors
+// (RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError, AbortError),
+// never another exception, a crash or a hang. A ledger counts each call's outcome
+// per function; untyped exceptions and accepted junk fail the property unless the
+// function is in the file's KNOWN_* tables (src/ bugs found and reported).
+import fc from 'fast-check';
+import { AbortError, RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError } from '../../src/index.js';
+
+export type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'aborted' | 'untyped';
+/** What a check says of a returned value: right, wrong, or a result for input that should have been refused. */
+export type Verdict = boolean | 'accepted-junk';
+
+export interface Tally {
+  calls: number;
+  outcomes: Record<Outcome, number>;
+  acceptedExamples: string[];
+  untypedExamples: Map<string, string>;
+  slowestMs: number;
+}
+
+export interface KnownBugs {
+  /** Functions that throw untyped exceptions for some junk: what was seen. */
+  readonly untyped: Record<string, string>;
+  /** Functions that return a result for input they should refuse: what was seen. */
+  readonly accepted: Record<string, string>;
+}
+
+/** Closes whatever a call returned that owns native resources (only where a device exists). */
+function dispose(value: unknown): void {
+  if (value && typeof value === 'object' && 'close' in value && typeof value.close === 'function') (value as { close(): void }).close();
+}
+
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.constructor.name}${'code' in error && error.code ? ` ${String(error.code)}` : ''}: ${error.message.slice(0, 120)}`;
+  return `a thrown ${typeof error}: ${String(error).slice(0, 80)}`;
+}
+
+/** A short rendering of an input for the report. */
+export function show(value: unknown): string {
+  try {
+    return fc.stringify(value).slice(0, 160);
+  } catch {
+    return `<${typeof value}>`;
+  }
+}
+
+/** Classifies one thrown value; ok is false for a typed error whose shape is wrong. */
+function classify(error: unknown): { outcome: Outcome; ok: boolean } {
+  if (error instanceof RdmaArgumentError) {
+    return { outcome: 'argument', ok: error.code === 'ERR_RDMACM_ARGUMENT' && error.issues.length > 0 && error.message.startsWith(`${error.operation}: `) };
+  }
+  if (error instanceof UnsupportedError) return { outcome: 'unsupported', ok: true };
+  if (error instanceof RdmaError) {
+    return { outcome: 'native', ok: typeof error.code === 'string' && typeof error.errno === 'number' && typeof error.syscall === 'string' };
+  }
+  if (error instanceof ResourceClosedError) return { outcome: 'closed', ok: error.code === 'ERR_RDMACM_CLOSED' };
+  if (error instanceof AbortError) return { outcome: 'aborted', ok: error.code === 'ABORT_ERR' };
+  return { outcome: 'untyped', ok: false };
+}
+
+export class FuzzLedger {
+  readonly tallies = new Map<string, Tally>();
+  totalCalls = 0;
+  constructor(readonly known: KnownBugs) {}
+
+  tally(name: string): Tally {
+    let t = this.tallies.get(name);
+    if (!t) {
+      t = {
+        calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, aborted: 0, untyped: 0 },
+        acceptedExamples: [], untypedExamples: new Map(), slowestMs: 0,
+      };
+      this.tallies.set(name, t);
+    }
+    return t;
+  }
+
+  #thrown(name: string, t: Tally, error: unknown, input?: () => string): { outcome: Outcome; ok: boolean } {
+    const c = classify(error);
+    if (c.outcome === 'untyped') {
+      const text = describeError(error);
+      const kind = text.split(':')[0]!;
+      if (!t.untypedExamples.has(kind)) t.untypedExamples.set(kind, input ? `${text} <- ${input()}` : text);
+      c.ok = name in this.known.untyped;
+    }
+    return c;
+  }
+
+  #returned<T>(name: string, t: Tally, value: T, check?: (value: T) => Verdict, input?: () => string): { outcome: Outcome; ok: boolean } {
+    // The check runs outside the call's try: an exception from it is a failure of the test, not of the call.
+    const verdict = check ? check(value) : true;
+    let outcome: Outcome = 'returned';
+    let ok: boolean;
+    if (verdict === 'accepted-junk') {
+      outcome = 'accepted';
+      if (t.acceptedExamples.length < 3 && input) t.acceptedExamples.push(input());
+      ok = name in this.known.accepted;
+    } else ok = verdict;
+    dispose(value);
+    return { outcome, ok };
+  }
+
+  /**
+   * Makes one call and classifies it. Returns false (the property fails, fast-check
+   * shrinks and reports the input) for an untyped exception not in known.untyped,
+   * or for a returned value `check` rejects.
+   */
+  call<T>(name: string, fn: () => T, check?: (value: T) => Verdict, input?: () => string): boolean {
+    const t = this.tally(name);
+    t.calls++;
+    this.totalCalls++;
+    const started = performance.now();
+    let result: { outcome: Outcome; ok: boolean };
+    let returned: { value: T } | undefined;
+    try {
+      returned = { value: fn() };
+    } catch (error) {
+      result = this.#thrown(name, t, error, input);
+    }
+    t.slowestMs = Math.max(t.slowestMs, performance.now() - started);
+    if (returned) result = this.#returned(name, t, returned.value, check, input);
+    t.outcomes[result!.outcome]++;
+    return result!.ok;
+  }
+
+  /** call() for a function that may return a promise: its settlement is classified (within timeoutMs, else a hang). */
+  async callAsync<T>(name: string, fn: () => T | Promise<T>, check?: (value: T) => Verdict, input?: () => string, timeoutMs = 2000): Promise<boolean> {
+    const t = this.tally(name);
+    t.calls++;
+    this.totalCalls++;
+    const started = performance.now();
+    let result: { outcome: Outcome; ok: boolean };
+    let returned: { value: T } | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const hang = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`${name}: no settlement in ${timeoutMs} ms (a hang)`)), timeoutMs);
+      });
+      returned = { value: await Promise.race([Promise.resolve().then(fn), hang]) };
+    } catch (error) {
+      result = this.#thrown(name, t, error, input);
+    } finally {
+      clearTimeout(timer);
+    }
+    t.slowestMs = Math.max(t.slowestMs, performance.now() - started);
+    if (returned) result = this.#returned(name, t, returned.value, check, input);
+    t.outcomes[result!.outcome]++;
+    return result!.ok;
+  }
+
+  sum(outcome: Outcome): number {
+    return [...this.tallies.values()].reduce((n, t) => n + t.outcomes[outcome], 0);
+  }
+
+  /** The report lines, each starting with `label:`. */
+  report(label: string, elapsedS: number, seed: number): string[] {
+    const lines = [`${label}: ${this.totalCalls} calls in ${elapsedS.toFixed(1)} s (seed ${seed}), ${this.sum('returned')} returned, `
+      + `${this.sum('argument')} argument errors, ${this.sum('native')} native errors, ${this.sum('closed')} closed, `
+      + `${this.sum('unsupported')} unsupported, ${this.sum('aborted')} aborted, ${this.sum('untyped')} untyped and ${this.sum('accepted')} junk accepted (known src bugs)`];
+    for (const [name, t] of this.tallies) {
+      const o = t.outcomes;
+      lines.push(`${label}:   ${name}: ${t.calls} calls, ${o.returned} returned, ${o.argument} argument, ${o.native} native, ${o.closed} closed, `
+        + `${o.aborted} aborted, ${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
+      for (const example of t.acceptedExamples) lines.push(`${label}:     junk accepted (known bug): ${example}`);
+      for (const example of t.untypedExamples.values()) lines.push(`${label}:     untyped (known bug): ${example}`);
+    }
+    return lines;
+  }
+
+  /** Failures for the closing assertion: slow calls, and untyped or accepted outcomes not in the known tables. */
+  problems(slowMs: number): string[] {
+    const found: string[] = [];
+    for (const [name, t] of this.tallies) {
+      if (t.slowestMs >= slowMs) found.push(`${name}: one call took ${t.slowestMs.toFixed(0)} ms`);
+      if (t.outcomes.accepted > 0 && !(name in this.known.accepted)) found.push(`${name}: accepted junk: ${t.acceptedExamples.join(' | ')}`);
+      if (t.outcomes.untyped > 0 && !(name in this.known.untyped)) found.push(`${name}: untyped exceptions: ${[...t.untypedExamples.values()].join(' | ')}`);
+    }
+    return found;
+  }
+}
+
+// ------------------------------------------------------------------ arbitraries (values of every kind)
+export const nastyNumber = fc.oneof(
+  fc.constantFrom(
+    Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0, 0, -1, 0.5, 1.5, 2 ** 31, 2 ** 32, 2 ** 53, -(2 ** 53),
+    2 ** 64, Number.MAX_VALUE, Number.MIN_VALUE, Number.MAX_SAFE_INTEGER, 65535, 65536, 255, 256,
+  ),
+  fc.integer(),
+  fc.double(),
+);
+export const nastyString = fc.oneof(
+  fc.string(),
+  fc.string({ unit: 'binary' }),
+  fc.tuple(fc.string(), fc.string()).map(([a, b]) => `${a}\0${b}`),
+  fc.constantFrom(
+    '', '\0', '127.0.0.1', '::1', '10.0.0.1\0', '7471', '65536', '-1', '0x10', '1e3', ' 7471', 'TCP', 'UDP', 'RC', 'UD',
+    'PASSIVE', 'IPv4', '__proto__', 'constructor', 'toString', 'rxe0', 'a'.repeat(4096),
+  ),
+);
+export const bytesLike = fc.oneof(
+  fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
+  fc.uint8Array({ maxLength: 300 }),
+  fc.integer({ min: 0, max: 300 }).map((n) => new Uint16Array(n)),
+  fc.integer({ min: 0, max: 64 }).map((n) => new ArrayBuffer(n)),
+  fc.integer({ min: 0, max: 64 }).map((n) => new DataView(new ArrayBuffer(n))),
+  fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.nat(63)).map(([a, at]) => Buffer.from(a).subarray(Math.min(at, a.length))),
+);
+/** Anything at all, weighted toward values that break naive validation. */
+export const junk: fc.Arbitrary<unknown> = fc.oneof(
+  fc.anything({
+    withBigInt: true, withBoxedValues: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true,
+    withObjectString: true, withSparseArray: true, withTypedArray: true, withUnicodeString: true, maxDepth: 3,
+  }),
+  nastyNumber,
+  nastyString,
+  fc.bigInt(),
+  bytesLike,
+  fc.constantFrom(null, undefined, true, false, Symbol('junk'), () => 1, [], {}, Object.create(null), new AbortController().signal, Promise.resolve()),
+);
+/** A record whose known keys get valid or junk values, some missing, plus sometimes extra keys. */
+export function junkRecord(fields: Record<string, fc.Arbitrary<unknown>>, values: fc.Arbitrary<unknown> = junk): fc.Arbitrary<unknown> {
+  const mixed = Object.fromEntries(Object.entries(fields).map(([key, valid]) => [key, fc.oneof(valid, values)]));
+  return fc.oneof(
+    fc.record(mixed, { requiredKeys: [] }),
+    fc.tuple(fc.record(mixed, { requiredKeys: [] }), fc.dictionary(nastyString, values, { maxKeys: 3 })).map(([a, b]) => ({ ...b, ...a })),
+    values,
+  );
+}
+export const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof(fc.constant(undefined), a);
