@@ -228,3 +228,110 @@ export function junkRecord(fields: Record<string, fc.Arbitrary<unknown>>, values
   );
 }
 export const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof(fc.constant(undefined), a);
+
+// ------------------------------------------------------------------ hostile arbitraries (issue 32)
+type Resizable = new (length: number, options: { maxByteLength: number }) => ArrayBuffer;
+
+/**
+ * Forged instances of `type`: its prototype with no private fields, a plain
+ * object shaped like a resource, that object given the prototype, a Proxy over
+ * it, and `others` (real instances of other classes, where a device exists).
+ */
+export function forged(type: { prototype: object; name: string }, others: readonly object[] = []): fc.Arbitrary<unknown> {
+  const shaped = () => ({
+    handle: 1n, unsafeHandle: 1n, pointer: 1n, closed: false, kind: type.name, address: 4096n, length: 64, lkey: 1, rkey: 1,
+    buffer: Buffer.alloc(64), fd: 0, protectionDomain: {}, context: {}, close() {}, [Symbol.dispose]() {},
+  });
+  const kinds: fc.Arbitrary<unknown>[] = [
+    fc.constant(null).map(() => Object.create(type.prototype) as unknown),
+    fc.constant(null).map(shaped),
+    fc.constant(null).map(() => Object.setPrototypeOf(shaped(), type.prototype) as unknown),
+    fc.constant(null).map(() => new Proxy(Object.create(type.prototype) as object, {})),
+    fc.constant(null).map(() => new Proxy(shaped(), { getPrototypeOf: () => type.prototype })),
+  ];
+  if (others.length > 0) {
+    kinds.push(fc.constantFrom(...others));
+    kinds.push(fc.constantFrom(...others).map((real) => new Proxy(real, {})));
+  }
+  return fc.oneof(...kinds);
+}
+
+const lie = fc.constantFrom(1 << 30, 2 ** 53, -1, Number.NaN, 0.5, '64', 64n, undefined);
+/** Typed-array subclasses and own properties whose length getters lie (the truth is `n` bytes). */
+function lyingView(n: number, key: string, value: unknown, how: 'subclass' | 'own' | 'flip'): Uint8Array {
+  if (how === 'own') {
+    const view = Buffer.alloc(n);
+    Object.defineProperty(view, key, { get: () => value });
+    return view;
+  }
+  let reads = 0;
+  class Lying extends Uint8Array {}
+  // 'flip': honest on the first read, lying after (a check reads once, the use reads again).
+  Object.defineProperty(Lying.prototype, key, {
+    get(this: Uint8Array) {
+      const truth = Reflect.get(Object.getPrototypeOf(Uint8Array.prototype) as object, key, this) as unknown;
+      return how === 'flip' && reads++ === 0 ? truth : value;
+    },
+  });
+  return new Lying(n);
+}
+
+/** Buffers that lie or cannot be trusted: lying getters, Proxies, detached, resizable, growable. */
+export const lyingBuffer: fc.Arbitrary<unknown> = fc.oneof(
+  fc.tuple(fc.integer({ min: 0, max: 256 }), fc.constantFrom('length', 'byteLength', 'byteOffset'), lie, fc.constantFrom('subclass', 'own', 'flip') as fc.Arbitrary<'subclass' | 'own' | 'flip'>)
+    .map(([n, key, value, how]) => lyingView(n, key, value, how)),
+  fc.integer({ min: 0, max: 256 }).map((n) => lyingView(n, 'buffer', new ArrayBuffer(1 << 16), 'subclass')),
+  fc.integer({ min: 0, max: 256 }).map((n) => new Proxy(Buffer.alloc(n), {})),
+  fc.integer({ min: 0, max: 256 }).map((n) => new Proxy(new Uint8Array(n), { get: (t, k) => (k === 'length' || k === 'byteLength' ? 1 << 30 : Reflect.get(t, k)) })),
+  fc.integer({ min: 1, max: 256 }).map((n) => {
+    const memory = new ArrayBuffer(n);
+    const view = new Uint8Array(memory);
+    structuredClone(memory, { transfer: [memory] });
+    return view;
+  }),
+  fc.integer({ min: 1, max: 256 }).map((n) => {
+    const memory = new ArrayBuffer(n);
+    const view = Buffer.from(memory);
+    // ArrayBuffer.prototype.transfer is Node 22's; Node 20 detaches with structuredClone.
+    const transfer = (memory as ArrayBuffer & { transfer?: () => ArrayBuffer }).transfer;
+    if (transfer) transfer.call(memory);
+    else structuredClone(memory, { transfer: [memory] });
+    return view;
+  }),
+  fc.tuple(fc.integer({ min: 1, max: 256 }), fc.boolean(), fc.boolean()).map(([n, tracking, shrink]) => {
+    const memory = new (ArrayBuffer as unknown as Resizable)(n, { maxByteLength: n * 2 });
+    const view = tracking ? new Uint8Array(memory) : new Uint8Array(memory, 0, n);
+    if (shrink) (memory as ArrayBuffer & { resize(n: number): void }).resize(n >> 1);
+    return view;
+  }),
+  fc.integer({ min: 1, max: 256 }).map((n) => new Uint8Array(new (SharedArrayBuffer as unknown as Resizable)(n, { maxByteLength: n * 2 }))),
+);
+
+/** Numbers that are not, or not in range: every count, index, size, depth, timeout and port gets them. */
+export const hostileNumber: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom(
+    '1', '16', '', ' 1', '0x10', Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 0.5, 1.5, -0.5, -1, -(2 ** 31),
+    2 ** 31, 2 ** 32, 2 ** 53, 2 ** 53 + 2, -(2 ** 53), Number.MAX_VALUE, 1n, 16n, -1n, 2n ** 64n, null, true,
+  ),
+  fc.constant(null).map(() => new Number(1)),
+  fc.constant(null).map(() => ({ valueOf: () => 1 })),
+  fc.integer({ min: -1000, max: -1 }),
+  fc.double({ noInteger: true }),
+  fc.bigInt(),
+);
+
+/** Names outside an enum's set: near misses, other enums' names, inherited keys, non-strings. */
+export function badEnum(valid: readonly string[]): fc.Arbitrary<unknown> {
+  return fc.oneof(
+    fc.constantFrom(...valid).map((name) => name.toLowerCase()).filter((name) => !valid.includes(name)),
+    fc.constantFrom(...valid).map((name) => ` ${name}`),
+    fc.constantFrom(...valid).map((name) => `${name}\0`),
+    fc.constantFrom('__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '', 'UNKNOWN', 'RC ', 'busy_poll', 'EVENTS'),
+    fc.integer({ min: -1, max: 300 }),
+    fc.constant(null).map(() => new String(valid[0])),
+    fc.constantFrom(...valid).map((name) => [name]),
+  ).filter((value) => !(typeof value === 'string' && valid.includes(value)));
+}
+
+/** Any of the classes at once: a value for a parameter that is none of them. */
+export const hostile = (forgeries: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> => fc.oneof(forgeries, lyingBuffer, hostileNumber, junk);
