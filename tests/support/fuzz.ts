@@ -307,6 +307,21 @@ export const lyingBuffer: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer({ min: 1, max: 256 }).map((n) => new Uint8Array(new (SharedArrayBuffer as unknown as Resizable)(n, { maxByteLength: n * 2 }))),
 );
 
+/**
+ * Test-side: a view whose length getters are the intrinsic ones (so what it says
+ * is what it holds), and its bytes read through them.
+ */
+export const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
+export const intrinsic = (key: string, view: unknown): unknown => Reflect.apply(Object.getOwnPropertyDescriptor(typedArrayPrototype, key)!.get!, view, []);
+export function honestCopy(value: unknown): Uint8Array | undefined {
+  if (!ArrayBuffer.isView(value) || !(value instanceof Uint8Array)) return undefined;
+  for (let o: object | null = value; o !== typedArrayPrototype; o = Object.getPrototypeOf(o) as object | null) {
+    if (o === null || ['length', 'byteLength', 'byteOffset', 'buffer'].some((key) => Object.hasOwn(o!, key))) return undefined;
+  }
+  // A detached view reads as empty (its intrinsic length is 0); slice would throw.
+  return intrinsic('byteLength', value) === 0 ? new Uint8Array(0) : Uint8Array.prototype.slice.call(value);
+}
+
 /** Numbers that are not, or not in range: every count, index, size, depth, timeout and port gets them. */
 export const hostileNumber: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(
