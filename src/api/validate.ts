@@ -2,6 +2,7 @@
 // Called when an operation is prepared, never inside post/poll loops.
 import { z } from 'zod';
 import { RdmaArgumentError } from './errors.js';
+import { Resource } from './resource.js';
 
 /**
  * Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError.
@@ -55,6 +56,14 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => {
 const isInstance = (value: unknown): boolean =>
   typeof value === 'object' && value !== null && !isPlainObject(value) && !Array.isArray(value) && !ArrayBuffer.isView(value);
 
+/**
+ * Whether an instance is what its prototype says: a resource or an AbortSignal
+ * given only the prototype (Object.create) has none of the private state the
+ * schemas' brand checks look for, so it must not reuse a real one's memo.
+ */
+const isGenuine = (value: unknown): boolean =>
+  value instanceof Resource ? Resource.isA(value, Resource) : value instanceof AbortSignal ? abortSignal.safeParse(value).success : true;
+
 /** One flat input, copied, and what zod made of it. */
 class ParseMemo {
   private constructor(
@@ -107,7 +116,7 @@ class ParseMemo {
       const value = input[key];
       if (!Object.is(value, this.values[index])) {
         const prototype = this.prototypes[index];
-        if (prototype === null || isPrimitive(value) || Object.getPrototypeOf(value) !== prototype) return undefined;
+        if (prototype === null || isPrimitive(value) || Object.getPrototypeOf(value) !== prototype || !isGenuine(value)) return undefined;
         fresh ??= this.values.slice(0, index);
       }
       fresh?.push(value);
