@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
-import type { Holds, InputIs } from '../api/core/validate.js';
+import { abortSignal, type Holds, type InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -154,7 +154,7 @@ export const connectSchema = z.strictObject({
   timeout: timeoutMs.default(0),
   connectTimeout: timeoutMs.min(1).default(10_000),
   allowHalfOpen: z.boolean().default(false),
-  signal: z.instanceof(AbortSignal).optional(),
+  signal: abortSignal.optional(),
   noDelay: z.boolean().default(true),
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
@@ -210,7 +210,7 @@ export const listenSchema = z.strictObject({
   port: port.default(0),
   host: host.default('0.0.0.0'),
   backlog: z.number().int().min(0).max(0x7fffffff).default(511),
-  signal: z.instanceof(AbortSignal).optional(),
+  signal: abortSignal.optional(),
 }) satisfies z.ZodType<unknown, RdmaListenOptions>;
 type ListenTied = Holds<InputIs<typeof listenSchema, RdmaListenOptions>>;
 export type ResolvedListen = z.output<typeof listenSchema>;

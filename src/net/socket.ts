@@ -11,7 +11,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { SocketAddress } from '../api/cm/socket-address.js';
-import type { Holds, InputIs } from '../api/core/validate.js';
+import { abortSignal, type Holds, type InputIs } from '../api/core/validate.js';
 import { abortError } from '../api/core/errors.js';
 import { ChannelHold } from './shared-channel.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
@@ -42,7 +42,7 @@ export interface RdmaSocketOptions {
 const socketSchema = z.strictObject({
   allowHalfOpen: z.boolean().default(false),
   highWaterMark: z.number().int().min(1).optional(),
-  signal: z.instanceof(AbortSignal).optional(),
+  signal: abortSignal.optional(),
   rdma: sizesSchema.optional(),
 });
 type SocketOptionsTied = Holds<InputIs<typeof socketSchema, RdmaSocketOptions>>;

@@ -16,20 +16,17 @@ import fc from 'fast-check';
 import koffi from 'koffi';
 import {
   Access, AddrInfoFlag, CmEventType, DeviceContext, EventChannel, IbvEventType, MemoryRegion, PortSpace, QpType,
-  RdmaArgumentError, RdmaError, REMOTE_REGION_SIZE, ResourceClosedError, UnsupportedError, WcFlag, WcOpcode, WcStatus,
+  REMOTE_REGION_SIZE, WcFlag, WcOpcode, WcStatus,
   connParamSchema, createEndpoint, createId, decodeRemoteRegion, decodeUdMessage, encodeRemoteRegion, eventName,
   getAddrInfo, listDevices, rdmaGetDevices,
 } from '../../src/index.js';
 import { flagMask, flagNames } from '../../src/api/core/enums.js';
+import { bytesLike, FuzzLedger, junk, junkRecord, maybe, nastyNumber, nastyString, show, type Verdict } from '../support/fuzz.js';
 
 const devices = hostRdmaDevices();
 const skipNative = devices.length > 0 && `this host has RDMA devices (${devices.join(', ')}): valid calls would open real resources`;
 
-// ------------------------------------------------------------------ bookkeeping
-type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'untyped';
-/** What a check says of a returned value: right, wrong, or a result for input that should have been refused. */
-type Verdict = boolean | 'accepted-junk';
-
+// ------------------------------------------------------------------ bookkeeping (tests/support/fuzz.ts)
 /**
  * Functions that throw untyped exceptions for some junk (src/ bugs, reported):
  * the value is what was seen when this file was written.
@@ -39,137 +36,11 @@ const KNOWN_UNTYPED: Record<string, string> = {};
 /** Functions that return a result for input they should refuse (src/ bugs, reported). */
 const KNOWN_ACCEPTED: Record<string, string> = {};
 
-interface Tally {
-  calls: number;
-  outcomes: Record<Outcome, number>;
-  acceptedExamples: string[];
-  untypedExamples: Map<string, string>;
-  slowestMs: number;
-}
-const tallies = new Map<string, Tally>();
-let totalCalls = 0;
+const ledger = new FuzzLedger({ untyped: KNOWN_UNTYPED, accepted: KNOWN_ACCEPTED });
+const call = ledger.call.bind(ledger);
+const tally = ledger.tally.bind(ledger);
 
-function tally(name: string): Tally {
-  let t = tallies.get(name);
-  if (!t) {
-    t = { calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, untyped: 0 }, acceptedExamples: [], untypedExamples: new Map(), slowestMs: 0 };
-    tallies.set(name, t);
-  }
-  return t;
-}
-
-/** Closes whatever a call returned that owns native resources (only where a device exists). */
-function dispose(value: unknown): void {
-  if (value && typeof value === 'object' && 'close' in value && typeof value.close === 'function') (value as { close(): void }).close();
-}
-
-function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.constructor.name}${'code' in error && error.code ? ` ${String(error.code)}` : ''}: ${error.message.slice(0, 120)}`;
-  return `a thrown ${typeof error}: ${String(error).slice(0, 80)}`;
-}
-
-/**
- * Makes one call and classifies it. Returns false (the property fails, fast-check
- * shrinks and reports the input) for an untyped exception not in KNOWN_UNTYPED,
- * or for a returned value `check` rejects.
- */
-function call<T>(name: string, fn: () => T, check?: (value: T) => Verdict, input?: () => string): boolean {
-  const t = tally(name);
-  t.calls++;
-  totalCalls++;
-  const started = performance.now();
-  let outcome: Outcome;
-  let ok = true;
-  let returned: { value: T } | undefined;
-  try {
-    returned = { value: fn() };
-    outcome = 'returned';
-  } catch (error) {
-    if (error instanceof RdmaArgumentError) {
-      outcome = 'argument';
-      ok = error.code === 'ERR_RDMACM_ARGUMENT' && error.issues.length > 0 && error.message.startsWith(`${error.operation}: `);
-    } else if (error instanceof UnsupportedError) outcome = 'unsupported';
-    else if (error instanceof RdmaError) {
-      outcome = 'native';
-      ok = typeof error.code === 'string' && typeof error.errno === 'number' && typeof error.syscall === 'string';
-    } else if (error instanceof ResourceClosedError) outcome = 'closed';
-    else {
-      outcome = 'untyped';
-      const text = describe(error);
-      const kind = text.split(':')[0]!;
-      if (!t.untypedExamples.has(kind)) t.untypedExamples.set(kind, text);
-      ok = name in KNOWN_UNTYPED;
-    }
-  }
-  t.slowestMs = Math.max(t.slowestMs, performance.now() - started);
-  if (returned) {
-    // The check runs outside the try: an exception from it is a failure of this test, not of the call.
-    const verdict = check ? check(returned.value) : true;
-    if (verdict === 'accepted-junk') {
-      outcome = 'accepted';
-      if (t.acceptedExamples.length < 3 && input) t.acceptedExamples.push(input());
-      ok = name in KNOWN_ACCEPTED;
-    } else ok = verdict;
-    dispose(returned.value);
-  }
-  t.outcomes[outcome]++;
-  return ok;
-}
-
-/** A short rendering of an input for the report. */
-function show(value: unknown): string {
-  return fc.stringify(value).slice(0, 160);
-}
-
-// ------------------------------------------------------------------ arbitraries
-const nastyNumber = fc.oneof(
-  fc.constantFrom(
-    Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -0, 0, -1, 0.5, 1.5, 2 ** 31, 2 ** 32, 2 ** 53, -(2 ** 53),
-    2 ** 64, Number.MAX_VALUE, Number.MIN_VALUE, Number.MAX_SAFE_INTEGER, 65535, 65536, 255, 256,
-  ),
-  fc.integer(),
-  fc.double(),
-);
-const nastyString = fc.oneof(
-  fc.string(),
-  fc.string({ unit: 'binary' }),
-  fc.tuple(fc.string(), fc.string()).map(([a, b]) => `${a}\0${b}`),
-  fc.constantFrom(
-    '', '\0', '127.0.0.1', '::1', '10.0.0.1\0', '7471', '65536', '-1', '0x10', '1e3', ' 7471', 'TCP', 'UDP', 'RC', 'UD',
-    'PASSIVE', 'IPv4', '__proto__', 'constructor', 'toString', 'rxe0', 'a'.repeat(4096),
-  ),
-);
-const bytesLike = fc.oneof(
-  fc.uint8Array({ maxLength: 300 }).map((a) => Buffer.from(a)),
-  fc.uint8Array({ maxLength: 300 }),
-  fc.integer({ min: 0, max: 300 }).map((n) => new Uint16Array(n)),
-  fc.integer({ min: 0, max: 64 }).map((n) => new ArrayBuffer(n)),
-  fc.integer({ min: 0, max: 64 }).map((n) => new DataView(new ArrayBuffer(n))),
-  fc.tuple(fc.uint8Array({ minLength: 1, maxLength: 64 }), fc.nat(63)).map(([a, at]) => Buffer.from(a).subarray(Math.min(at, a.length))),
-);
-/** Anything at all, weighted toward values that break naive validation. */
-const junk: fc.Arbitrary<unknown> = fc.oneof(
-  fc.anything({
-    withBigInt: true, withBoxedValues: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true,
-    withObjectString: true, withSparseArray: true, withTypedArray: true, withUnicodeString: true, maxDepth: 3,
-  }),
-  nastyNumber,
-  nastyString,
-  fc.bigInt(),
-  bytesLike,
-  fc.constantFrom(null, undefined, true, false, Symbol('junk'), () => 1, [], {}, Object.create(null), new AbortController().signal, Promise.resolve()),
-);
-/** A record whose known keys get valid or junk values, some missing, plus sometimes extra keys. */
-function junkRecord(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> {
-  const mixed = Object.fromEntries(Object.entries(fields).map(([key, valid]) => [key, fc.oneof(valid, junk)]));
-  return fc.oneof(
-    fc.record(mixed, { requiredKeys: [] }),
-    fc.tuple(fc.record(mixed, { requiredKeys: [] }), fc.dictionary(nastyString, junk, { maxKeys: 3 })).map(([a, b]) => ({ ...b, ...a })),
-    junk,
-  );
-}
-const maybe = <T>(a: fc.Arbitrary<T>) => fc.oneof(fc.constant(undefined), a);
-
+// ------------------------------------------------------------------ arbitraries (the general ones: tests/support/fuzz.ts)
 const portValue = fc.oneof(fc.integer({ min: 0, max: 65535 }), fc.integer({ min: 0, max: 65535 }).map(String), nastyNumber);
 const hintsArb = maybe(junkRecord({
   flags: fc.subarray([...AddrInfoFlag.names]),
@@ -343,30 +214,15 @@ test('listDevices() and rdmaGetDevices() (with stray arguments)', { skip: skipNa
 });
 
 after(() => {
-  const elapsed = (performance.now() - started) / 1000;
-  const sum = (outcome: Outcome) => [...tallies.values()].reduce((n, t) => n + t.outcomes[outcome], 0);
-  console.log(`fuzz: ${totalCalls} calls in ${elapsed.toFixed(1)} s (seed ${PARAMS.seed}), ${sum('returned')} returned, `
-    + `${sum('argument')} argument errors, ${sum('native')} native errors, ${sum('closed')} closed, `
-    + `${sum('unsupported')} unsupported, ${sum('untyped')} untyped and ${sum('accepted')} junk accepted (known src bugs)`);
-  for (const [name, t] of tallies) {
-    const o = t.outcomes;
-    console.log(`fuzz:   ${name}: ${t.calls} calls, ${o.returned} returned, ${o.argument} argument, ${o.native} native, `
-      + `${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
-    for (const example of t.acceptedExamples) console.log(`fuzz:     junk accepted (known bug): ${example}`);
-    for (const example of t.untypedExamples.values()) console.log(`fuzz:     untyped (known bug): ${example}`);
-  }
+  for (const line of ledger.report('fuzz', (performance.now() - started) / 1000, PARAMS.seed)) console.log(line);
 });
 
 test('the fuzzing made its 100 000 calls, none slow enough to be a hang', () => {
   // Runs last (node:test runs a file's tests in order).
   const skipped = skipNative ? RUNS.getAddrInfo + RUNS.createEndpoint + RUNS.createId + RUNS.EventChannel + RUNS.DeviceContext + RUNS.devices : 0;
   assert.equal(PLANNED, 100_000);
-  assert.equal(totalCalls, PLANNED - skipped);
-  for (const [name, t] of tallies) assert.ok(t.slowestMs < 2000, `${name}: one call took ${t.slowestMs.toFixed(0)} ms`);
-  for (const [name, t] of tallies) {
-    if (t.outcomes.accepted > 0) assert.ok(name in KNOWN_ACCEPTED, `${name}: accepted junk: ${t.acceptedExamples.join(' | ')}`);
-    if (t.outcomes.untyped > 0) assert.ok(name in KNOWN_UNTYPED, `${name}: untyped exceptions: ${[...t.untypedExamples.values()].join(' | ')}`);
-  }
+  assert.equal(ledger.totalCalls, PLANNED - skipped);
+  assert.deepEqual(ledger.problems(2000), []);
   if (!skipNative) {
     // On a host without a device every call that passed validation failed in native code, so both kinds must occur.
     for (const name of ['getAddrInfo', 'createEndpoint', 'createId']) {

@@ -13,7 +13,7 @@ import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlag
 import { abortError } from '../core/errors.js';
 import { Resource } from '../core/resource.js';
 import { decodeSocketAddress, type AddressFamily, type SocketAddress } from './socket-address.js';
-import { argumentError, cString, parseArgument, type Holds, type InputIs } from '../core/validate.js';
+import { abortSignal, argumentError, cString, parseArgument, type Holds, type InputIs } from '../core/validate.js';
 
 /** One rdma_addrinfo entry, decoded. */
 export interface AddrInfoEntry {
@@ -69,7 +69,7 @@ export interface AddrInfoOptions {
 }
 
 const asyncOptionsSchema = z.strictObject({
-  signal: z.instanceof(AbortSignal).optional(),
+  signal: abortSignal.optional(),
 }) satisfies z.ZodType<AddrInfoOptions>;
 
 /** Validates the arguments of either form and encodes the hints. */

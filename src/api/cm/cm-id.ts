@@ -35,7 +35,7 @@ import { Resource } from '../core/resource.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
 import { nativeScratch } from '../core/native-memory.js';
-import { argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from '../core/validate.js';
+import { abortSignal, argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from '../core/validate.js';
 import type { RecvOptions, SendOptions } from '../work/work-request.js';
 import type { WorkCompletion } from '../work/work-completion.js';
 
@@ -100,7 +100,7 @@ export interface WaitOptions {
 }
 export const waitSchema = z.strictObject({
   timeoutMs: timeoutMs.optional(),
-  signal: z.instanceof(AbortSignal).optional(),
+  signal: abortSignal.optional(),
 });
 type WaitTied = Holds<InputIs<typeof waitSchema, WaitOptions>>;
 
@@ -226,7 +226,7 @@ export interface CreateQpAttr extends QpAttr {
    */
   recvCq?: CompletionQueue;
 }
-const completionQueue = z.custom<CompletionQueue>((value) => value instanceof CompletionQueue, 'expected a CompletionQueue (from id.device.createCq())');
+const completionQueue = z.custom<CompletionQueue>((value) => Resource.isA(value, CompletionQueue), 'expected a CompletionQueue (from id.device.createCq())');
 const createQpSchema = qpAttrSchema.extend({
   sendCq: completionQueue.optional(),
   recvCq: completionQueue.optional(),
@@ -463,7 +463,7 @@ export class CmId extends Resource {
     if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'this id already has a queue pair');
     const a = parseArgument(operation, 'attr', createQpSchema, attr);
     if (pd !== undefined) {
-      if (!(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
+      if (!Resource.isA(pd, ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
       if (pd.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     }
     if (pd === undefined) this.#checkReusedPd(operation);
@@ -501,7 +501,7 @@ export class CmId extends Resource {
     if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
     if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
-    if (pd !== undefined && !(pd instanceof ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
+    if (pd !== undefined && !Resource.isA(pd, ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
     if (pd?.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     if (pd === undefined) this.#checkReusedPd(operation);
     this.#deviceHandle(operation);
@@ -682,7 +682,7 @@ export class CmId extends Resource {
   migrateId(channel: EventChannel | null): void {
     const operation = 'rdma_migrate_id';
     this.ensureOpen(operation);
-    if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
+    if (channel !== null && !Resource.isA(channel, EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
     if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
     const busy = this.#waiters.map((w) => w.operation);
     if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
@@ -1014,7 +1014,7 @@ type CreateIdTied = Holds<InputIs<typeof createIdSchema, CreateIdOptions>>;
  */
 export function createId(channel: EventChannel | null, options: CreateIdOptions = {}): CmId {
   const operation = 'rdma_create_id';
-  if (channel !== null && !(channel instanceof EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
+  if (channel !== null && !Resource.isA(channel, EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
   if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
   const o = parseArgument(operation, 'options', createIdSchema, options);
   const slot = newIdSlot.buffer;

@@ -10,6 +10,7 @@ import { CmId, encodeQpInitAttr, grantedCaps, qpAttrSchema, type QpAttr } from '
 import { PortSpace, type PortSpaceName } from '../core/enums.js';
 import { ProtectionDomain } from '../verbs/protection-domain.js';
 import { ResourceClosedError } from '../core/errors.js';
+import { Resource } from '../core/resource.js';
 import { argumentError, cString, parseArgument, port, type Holds, type InputIs } from '../core/validate.js';
 
 /** A port given as a decimal string: the same 0–65535 range as a number (getaddrinfo would take more). */
@@ -44,7 +45,7 @@ const targetSchema = z.strictObject({
 type TargetTied = Holds<InputIs<typeof targetSchema, EndpointTarget>>;
 
 const optionsSchema = z.strictObject({
-  pd: z.custom<ProtectionDomain>((value) => value instanceof ProtectionDomain, 'expected a ProtectionDomain').optional(),
+  pd: z.custom<ProtectionDomain>((value) => Resource.isA(value, ProtectionDomain), 'expected a ProtectionDomain').optional(),
   qp: qpAttrSchema.optional(),
   context: z.unknown().optional(),
 });
@@ -81,7 +82,7 @@ export function createEndpoint(target: AddrInfo | EndpointTarget, options: Endpo
   if (o.pd?.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'options.pd');
   let info: AddrInfo;
   let ownsInfo = false;
-  if (target instanceof AddrInfo) {
+  if (Resource.isA(target, AddrInfo)) {
     if (target.closed) throw new ResourceClosedError('address info', operation, undefined, 'target');
     info = target;
   } else {

@@ -54,6 +54,14 @@ export abstract class Resource {
     this.#warnsOnLeak = true;
   }
 
+  /**
+   * Whether `value` is a `type` this package made: instanceof alone passes
+   * Object.create(Type.prototype), whose private fields do not exist.
+   */
+  static isA<T extends Resource>(value: unknown, type: Function & { prototype: T }): value is T {
+    return value instanceof type && #handle in value;
+  }
+
   /** Whether close() has run (on this resource or a parent). */
   get closed(): boolean {
     return this.#closed;

@@ -2,6 +2,7 @@
 // Called when an operation is prepared, never inside post/poll loops.
 import { z } from 'zod';
 import { RdmaArgumentError } from './errors.js';
+import { Resource } from './resource.js';
 
 /**
  * Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError.
@@ -55,6 +56,14 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> => {
 const isInstance = (value: unknown): boolean =>
   typeof value === 'object' && value !== null && !isPlainObject(value) && !Array.isArray(value) && !ArrayBuffer.isView(value);
 
+/**
+ * Whether an instance is what its prototype says: a resource or an AbortSignal
+ * given only the prototype (Object.create) has none of the private state the
+ * schemas' brand checks look for, so it must not reuse a real one's memo.
+ */
+const isGenuine = (value: unknown): boolean =>
+  value instanceof Resource ? Resource.isA(value, Resource) : value instanceof AbortSignal ? abortSignal.safeParse(value).success : true;
+
 /** One flat input, copied, and what zod made of it. */
 class ParseMemo {
   private constructor(
@@ -107,7 +116,7 @@ class ParseMemo {
       const value = input[key];
       if (!Object.is(value, this.values[index])) {
         const prototype = this.prototypes[index];
-        if (prototype === null || isPrimitive(value) || Object.getPrototypeOf(value) !== prototype) return undefined;
+        if (prototype === null || isPrimitive(value) || Object.getPrototypeOf(value) !== prototype || !isGenuine(value)) return undefined;
         fresh ??= this.values.slice(0, index);
       }
       fresh?.push(value);
@@ -154,8 +163,43 @@ export const ipAddress = z.union([z.ipv4(), z.ipv6()], { error: 'expected an IPv
 /** A non-empty C string: C would silently cut it at an embedded NUL. */
 export const cString = z.string().min(1).refine((s) => !s.includes('\0'), 'must not contain a NUL character');
 
-/** A Buffer or any Uint8Array (zod's instanceof would narrow it to an ArrayBuffer-backed one). */
-export const bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, 'expected a Buffer or Uint8Array');
+const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
+/** What native code trusts a view for; the intrinsic getters on %TypedArray%.prototype. */
+const VIEW_GETTERS = ['length', 'byteLength', 'byteOffset', 'buffer'];
+
+/**
+ * A real Uint8Array (not a Proxy, which ArrayBuffer.isView refuses) whose
+ * length, byteLength, byteOffset and buffer are the intrinsic getters: a
+ * subclass or an own property that redefines one could report more memory
+ * than the view has, and native code would read or register past its end.
+ */
+export function isHonestBytes(value: unknown): value is Uint8Array {
+  if (!(value instanceof Uint8Array) || !ArrayBuffer.isView(value)) return false;
+  for (let o: object | null = value; o !== typedArrayPrototype; o = Object.getPrototypeOf(o) as object | null) {
+    if (o === null) return false;
+    for (const key of VIEW_GETTERS) if (Object.hasOwn(o, key)) return false;
+  }
+  return true;
+}
+
+/** A Buffer or any Uint8Array (zod's instanceof would narrow it to an ArrayBuffer-backed one), with honest length getters. */
+export const bytes = z.custom<Uint8Array>((value) => isHonestBytes(value), 'expected a Buffer or Uint8Array (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)');
+
+const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
+/**
+ * A real AbortSignal: instanceof passes Object.create(AbortSignal.prototype),
+ * whose `aborted` and addEventListener then throw Node's untyped TypeErrors;
+ * the intrinsic getter is the brand check.
+ */
+export const abortSignal = z.custom<AbortSignal>((value) => {
+  if (!(value instanceof AbortSignal)) return false;
+  try {
+    abortedGetter.call(value);
+    return true;
+  } catch {
+    return false;
+  }
+}, 'expected AbortSignal (a real one, not an object given its prototype)');
 
 /** True for a resizable ArrayBuffer or a growable SharedArrayBuffer (ES2024 properties, absent from the ES2022 lib types). */
 export const isResizable = (memory: unknown): boolean =>

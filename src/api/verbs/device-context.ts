@@ -41,7 +41,7 @@ export interface CqOptions {
 }
 const cqOptionsSchema = z.strictObject({
   entries: count.default(256),
-  channel: z.union([z.boolean(), z.custom<CompletionChannel>((value) => value instanceof CompletionChannel, 'expected a boolean or a CompletionChannel of this device')]).default(true),
+  channel: z.union([z.boolean(), z.custom<CompletionChannel>((value) => Resource.isA(value, CompletionChannel), 'expected a boolean or a CompletionChannel of this device')]).default(true),
   compVector: z.number().int().min(0).max(0x7fffffff).default(0),
 });
 type CqOptionsTied = Holds<InputIs<typeof cqOptionsSchema, CqOptions>>;

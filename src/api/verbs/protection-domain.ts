@@ -61,7 +61,10 @@ export class ProtectionDomain extends Resource {
    */
   allocate(size: number, access?: readonly AccessName[]): MemoryRegion {
     const operation = 'ProtectionDomain.allocate';
+    // Checked before the memory is allocated: a closed PD or bad access names would refuse only after (up to 1 TiB).
+    this.ensureOpen(operation);
     const bytes = parseArgument(operation, 'size', sizeSchema, size);
+    parseArgument(operation, 'access', accessSchema, access);
     return this.register(MemoryRegion.pageAligned(bytes), access);
   }
 

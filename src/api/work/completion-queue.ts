@@ -245,10 +245,14 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   poll(max = BATCH): number {
     this.ensureOpen('poll');
     const pollCall = this.#pollCall ?? this.#preparePoll();
-    const entries = max > BATCH ? BATCH : max;
-    if (entries !== this.#pollCount) {
-      pollCall.setIntArgument(1, entries);
-      this.#pollCount = entries;
+    if (max !== this.#pollCount) {
+      // Checked only when the count changes: the usual poll() repeats its count and pays nothing.
+      if (typeof max !== 'number' || !(max >= 1) || max % 1 !== 0) throw argumentError('poll', 'max', `expected an integer of at least 1 (above ${BATCH}, ${BATCH} are polled)`);
+      const entries = max > BATCH ? BATCH : max;
+      if (entries !== this.#pollCount) {
+        pollCall.setIntArgument(1, entries);
+        this.#pollCount = entries;
+      }
     }
     const count = pollCall.call();
     if (count < 0) throw pollFailed(count);
@@ -261,9 +265,21 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return (this.#pollCall = repeatedVerbCall(this.#ops, 'pollCq', toAddress(this.handle), BATCH, toAddress(entries.address)));
   }
 
+  /**
+   * Where the index-th entry of the poll batch starts; an argument error for an
+   * index that is not an integer 0–15. A DataView
+   * would read offset 0 for NaN or a string and throw a RangeError past the end.
+   */
+  #at(operation: string, index: number): number {
+    if (typeof index !== 'number' || !(index >= 0 && index < BATCH) || index % 1 !== 0) {
+      throw argumentError(operation, 'index', `expected an integer from 0 to ${BATCH - 1}`);
+    }
+    return index * WC_SIZE;
+  }
+
   /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */
   statusAt(index: number): number {
-    return readStatus(this.#view, index * WC_SIZE);
+    return readStatus(this.#view, this.#at('statusAt', index));
   }
   /**
    * wr_id of the i-th completion of the last poll(). A one-shot post's context
@@ -271,29 +287,29 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * or taken with contextAt(): a loop that reads only wr_ids should post without one.
    */
   wrIdAt(index: number): number {
-    return readWrId(this.#view, index * WC_SIZE);
+    return readWrId(this.#view, this.#at('wrIdAt', index));
   }
   /** The context of the i-th completion of the last poll(); a one-shot post's is forgotten once taken. */
   contextAt(index: number): unknown {
-    return contextOf(readWrId(this.#view, index * WC_SIZE));
+    return contextOf(readWrId(this.#view, this.#at('contextAt', index)));
   }
   /** byte_len of the i-th completion of the last poll(). */
   byteLenAt(index: number): number {
-    return readByteLen(this.#view, index * WC_SIZE);
+    return readByteLen(this.#view, this.#at('byteLenAt', index));
   }
 
   /** Opcode (a WcOpcode value: RECV_RDMA_WITH_IMM is 129) of the i-th completion of the last poll(). */
   opcodeAt(index: number): number {
-    return readOpcode(this.#view, index * WC_SIZE);
+    return readOpcode(this.#view, this.#at('opcodeAt', index));
   }
   /** Immediate data (host order) of the i-th completion of the last poll(); -1 when it carries none. */
   immDataAt(index: number): number {
-    return readImmData(this.#view, index * WC_SIZE);
+    return readImmData(this.#view, this.#at('immDataAt', index));
   }
 
   /** The i-th completion of the last poll(), decoded (with its context). */
   completionAt(index: number): WorkCompletion {
-    const base = index * WC_SIZE;
+    const base = this.#at('completionAt', index);
     return decodeWorkCompletion(this.#view, base, contextOf(readWrId(this.#view, base)));
   }
 

@@ -18,11 +18,11 @@ import { toAddress, type Address, type Pointer } from '../../ffi/library.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../../structs/verbs-work.js';
 import { MemoryRegion } from '../verbs/memory-region.js';
 import { nativeScratch, type NativeScratch } from '../core/native-memory.js';
-import { argumentError, isResizable, parseArgument, u32, u64, type Holds, type InputIs } from '../core/validate.js';
+import { argumentError, isHonestBytes, isResizable, parseArgument, u32, u64, type Holds, type InputIs } from '../core/validate.js';
 import { ResourceClosedError } from '../core/errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from '../core/internal.js';
-import type { Resource } from '../core/resource.js';
+import { Resource } from '../core/resource.js';
 
 const ATOMIC_SIZE = 8;
 const MAX_SGE_LENGTH = 0xffffffff;
@@ -232,7 +232,7 @@ const sendOptionsSchema = recvOptionsSchema.extend({
   immediate: u32.optional(),
   remote: remoteSchema.optional(),
   ud: z.strictObject({
-    ah: z.custom<AddressHandle>((value) => value instanceof AddressHandle, 'expected an AddressHandle'),
+    ah: z.custom<AddressHandle>((value) => Resource.isA(value, AddressHandle), 'expected an AddressHandle'),
     remoteQpn: z.number().int().min(0).max(0xffffff, 'a QP number is 24 bits'),
     remoteQkey: u32.default(RDMA_UDP_QKEY),
   }).optional(),
@@ -277,7 +277,9 @@ function localRange(
 
 /** A plain buffer is sent only inline (the device cannot read unregistered memory otherwise). */
 function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, inline: boolean): void {
-  if (!(source instanceof MemoryRegion) && !inline) {
+  if (Resource.isA(source, MemoryRegion)) return;
+  if (!isHonestBytes(source)) throw argumentError(operation, 'region', 'expected a MemoryRegion, or a Buffer or Uint8Array to send inline');
+  if (!inline) {
     throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
   }
 }
@@ -604,7 +606,7 @@ export class PreparedSend extends PreparedWorkRequest {
     this.ensureOpen(operation);
     if (!this.#rdma) throw argumentError(operation, 'options.opcode', 'only an RDMA_WRITE or RDMA_READ has a remote address');
     if (!Number.isSafeInteger(address) || address < 0) throw argumentError(operation, 'address', 'must be a non-negative safe integer');
-    if ((rkey >>> 0) !== rkey) throw argumentError(operation, 'rkey', 'must be a u32');
+    if (typeof rkey !== 'number' || (rkey >>> 0) !== rkey) throw argumentError(operation, 'rkey', 'must be a u32');
     const v = this.memory.view;
     v.setUint32(SEND_WR_OFFSET.remoteAddr, address % 2 ** 32, true);
     v.setUint32(SEND_WR_OFFSET.remoteAddr + 4, Math.floor(address / 2 ** 32), true);
@@ -616,7 +618,7 @@ export class PreparedSend extends PreparedWorkRequest {
     const operation = 'setImmediate';
     this.ensureOpen(operation);
     if (!this.#immediate) throw argumentError(operation, 'options.immediate', 'the request was prepared without immediate data');
-    if ((value >>> 0) !== value) throw argumentError(operation, 'value', 'must be a u32');
+    if (typeof value !== 'number' || (value >>> 0) !== value) throw argumentError(operation, 'value', 'must be a u32');
     this.memory.view.setUint32(SEND_WR_OFFSET.immData, value, false);
   }
 
@@ -639,7 +641,7 @@ export class PreparedRecv extends PreparedWorkRequest {
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedRecv', 'use qp.prepareRecv()');
     const operation = 'QueuePair.postRecv';
-    if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
+    if (!Resource.isA(region, MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvOptionsSchema, options ?? {});
     const range = localRange(operation, region, target.pd, o.offset, o.length);
     super(target, range.region, undefined, o.context, once, target.receiveVerb, ibv_recv_wr.size, lengthBound(region.length, o.offset));
@@ -772,7 +774,7 @@ export class PreparedRecvChain extends PreparedChain {
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
     assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
     const operation = 'QueuePair.prepareRecvChain';
-    if (!(region instanceof MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
+    if (!Resource.isA(region, MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
     const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
     super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, target.receiveVerb, receivePostName(target), 'receives', undefined);
   }
