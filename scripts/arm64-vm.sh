@@ -266,6 +266,8 @@ mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_pkg /pkg || fail "cannot mount the a
 mount --bind /pkg/usr /usr || fail "cannot mount /usr"
 cp -a /pkg/etc/. /etc/
 mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_node /opt/rdmacm-node || fail "cannot mount the arm64 node (9p)"
+# The guest's own /tmp first: a project that lives under /tmp is mounted on top of it, not hidden by it.
+mount -t tmpfs -o mode=1777 tmpfs /tmp
 mkdir -p "$PROJECT_DIR"
 mount -t 9p -o "$O9P" rdmacm_proj "$PROJECT_DIR" || fail "cannot mount the project (9p)"
 # koffi looks for its native build beside itself, in node_modules/@koromix
@@ -275,7 +277,6 @@ if [ -d "$PROJECT_DIR/node_modules/@koromix" ]; then
 fi
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
-mount -t tmpfs -o mode=1777 tmpfs /tmp
 mkdir -p /tmp/home /var/tmp
 ln -sf /proc/self/fd /dev/fd
 ln -sf /proc/self/fd/0 /dev/stdin
