@@ -6,20 +6,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import process from 'node:process';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { connect, createServer, type RdmaSocket } from '../../src/net/index.js';
 import { deviceAddress } from '../support/device.js';
+import { collectGarbage } from '../support/gc.js';
 
 const PAIRS = 500;
 const SIZES = { recvBufferSize: 16384, sendBufferSize: 16384, sendQueueDepth: 16, recvQueueDepth: 16 };
 
-// The garbage of setting up 1000 sockets is collected before the idle window
-// (a CI run once read 2.28 % there, V8's collector finishing the set-up's work).
-function collectGarbage(): void {
-  setFlagsFromString('--expose-gc');
-  (runInNewContext('gc') as () => void)();
-}
 
 test(`${PAIRS * 2} idle sockets in one process: all connect and echo, idle they cost no CPU, all close`, { timeout: 600_000 }, async () => {
   const serverSockets: RdmaSocket[] = [];
@@ -51,6 +44,8 @@ test(`${PAIRS * 2} idle sockets in one process: all connect and echo, idle they 
       socket.write(`ping ${i}`);
       assert.equal(String((await echoed)[0]), `ping ${i}`);
     }));
+    // The garbage of setting up 1000 sockets is collected before the idle window
+    // (a CI run once read 2.28 % there, V8's collector finishing the set-up's work).
     collectGarbage();
     await new Promise((resolve) => setTimeout(resolve, 1000));
     const cpuBefore = process.cpuUsage();
