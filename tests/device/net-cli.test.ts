@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
+import { checkRstream } from '../support/rstream-peer.js';
 
 const bin = join(packageRoot(), 'bin', 'rdmacm');
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
@@ -69,13 +70,6 @@ function withFolder(run: (folder: string) => Promise<void>): () => Promise<void>
 /** rstream -T v's bytes: a side's byte i is i mod 256 (its 16-byte sync first). */
 const pattern = (length: number) => Buffer.from(Array.from({ length }, (_, i) => i & 0xff));
 
-/** rstream exited 0 and printed its 'custom' row, with no verification failure. */
-function checkRstream(result: Finished): void {
-  const context = `exit ${result.code}\n${result.stdout}\n${result.stderr}`;
-  assert.equal(result.code, 0, context);
-  assert.doesNotMatch(result.stdout, /verification failed/, context);
-  assert.match(result.stdout, /^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s\s+[\d.]+\s+[\d.]+$/m, context);
-}
 
 test('nc -l ↔ nc: a file each way arrives intact (sha256), and both exit 0', { timeout: 240_000 }, withFolder(async (folder) => {
   const up = randomBytes(1 << 20);

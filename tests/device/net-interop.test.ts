@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { connect, createServer, type RdmaSocket } from '../../src/net/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
-import { rstreamExchange } from '../support/rstream-peer.js';
+import { checkRstream, rstreamExchange } from '../support/rstream-peer.js';
 import { rcopyClient, rcopyServe } from '../support/rcopy-peer.js';
 import { riostreamExchange } from '../support/riostream-peer.js';
 
@@ -27,14 +27,6 @@ const PLANS = [
 ];
 
 const rstreamArgs = (plan: (typeof PLANS)[number]) => ['-S', String(plan.size), '-C', String(plan.count), '-I', String(plan.iterations), '-T', 'b', '-T', 'v'];
-
-/** rstream exited 0 and printed its 'custom' row, with no verification failure. */
-function checkRstream(result: Finished): void {
-  const context = `exit ${result.code}\n${result.stdout}\n${result.stderr}`;
-  assert.equal(result.code, 0, context);
-  assert.doesNotMatch(result.stdout, /verification failed/, context);
-  assert.match(result.stdout, /^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s\s+[\d.]+\s+[\d.]+$/m, context);
-}
 
 /** Connects, retrying while the peer tool is still starting (bounded). */
 async function connectWhenListening(port: number, iomapEntries = 0): Promise<RdmaSocket> {

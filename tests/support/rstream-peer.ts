@@ -4,9 +4,11 @@
 // -T v every byte a process sends is its running byte count mod 256, and the
 // receiver checks its own running count. The exchange is `rdmacm bench
 // stream`'s (src/cli/stream-exchange.ts); ExactReader serves rcopy-peer.ts.
+import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import type { Duplex } from 'node:stream';
 import { streamExchange } from '../../src/cli/stream-exchange.js';
+import type { Finished } from './processes.js';
 
 /** Reads exact byte counts from a stream, in order. */
 export class ExactReader {
@@ -55,4 +57,12 @@ export async function rstreamExchange(
   socket: Duplex, role: 'client' | 'server', plan: { size: number; count: number; iterations: number },
 ): Promise<void> {
   await streamExchange(socket, role, { ...plan, verify: true });
+}
+
+/** rstream exited 0 having printed its 'custom' row, with no verification failure (it exits 0 even when a test failed). */
+export function checkRstream(result: Finished): void {
+  const context = `exit ${result.code}\n${result.stdout}\n${result.stderr}`;
+  assert.equal(result.code, 0, context);
+  assert.doesNotMatch(result.stdout, /verification failed/, context);
+  assert.match(result.stdout, /^custom\s+\S+\s+\S+\s+\S+\s+\S+\s+[\d.]+s\s+[\d.]+\s+[\d.]+$/m, context);
 }
