@@ -17,7 +17,7 @@ import {
 } from '../../src/index.js';
 import { deviceAddress, deviceName, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
-import { badEnum, forged, FuzzLedger, honestCopy, hostileNumber, lyingBuffer, show, type Verdict } from '../support/fuzz.js';
+import { badEnum, forged, FuzzLedger, honestCopy, hostileNumber, lyingBuffer, refused, refusedAs, show, type Verdict } from '../support/fuzz.js';
 
 /** Methods that throw untyped exceptions for some hostile input (src/ bugs, reported). */
 const KNOWN_UNTYPED: Record<string, string> = {};
@@ -27,18 +27,6 @@ const KNOWN_ACCEPTED: Record<string, string> = {};
 const SEED = Number(process.env.RDMACM_FUZZ_SEED ?? Date.now() % 2 ** 31);
 const RUNS = { forged: 600, buffers: 500, numbers: 1000, enums: 300, async: 100 } as const;
 
-class WrongRefusal extends Error {}
-function refusedAs(parameter: string, fn: () => unknown): () => unknown {
-  return () => {
-    try {
-      return fn();
-    } catch (error) {
-      if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
-      throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
-    }
-  };
-}
-const refused = (): Verdict => 'accepted-junk';
 const u32 = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0xffffffff;
 /** A hostile number that is not a valid value of a u32 field. */
 const notU32 = hostileNumber.filter((v) => !u32(v));

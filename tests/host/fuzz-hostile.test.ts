@@ -20,7 +20,7 @@ import {
 } from '../../src/index.js';
 import { hostRdmaDevices } from '../support/device.js';
 import {
-  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, intrinsic, lyingBuffer, maybe, show, type Verdict,
+  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, intrinsic, lyingBuffer, maybe, refused, refusedAs, show, type Verdict,
 } from '../support/fuzz.js';
 
 const devices = hostRdmaDevices();
@@ -37,22 +37,6 @@ const KNOWN_UNTYPED: Record<string, string> = Object.fromEntries([
 const KNOWN_ACCEPTED: Record<string, string> = {};
 
 const ledger = new FuzzLedger({ untyped: KNOWN_UNTYPED, accepted: KNOWN_ACCEPTED });
-
-/** A refusal that was typed but not the one expected (wrong parameter, or not an argument error): counted as untyped. */
-class WrongRefusal extends Error {}
-
-/** Runs fn; an exception must be an RdmaArgumentError naming `parameter` (a path starting with it). */
-function refusedAs<T>(parameter: string, fn: () => T): () => T {
-  return () => {
-    try {
-      return fn();
-    } catch (error) {
-      if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
-      throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
-    }
-  };
-}
-const refused = (): Verdict => 'accepted-junk';
 
 const RUNS = {
   forgedParameters: 4_000,

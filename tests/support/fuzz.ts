@@ -351,3 +351,21 @@ export function badEnum(valid: readonly string[]): fc.Arbitrary<unknown> {
 
 /** Any of the classes at once: a value for a parameter that is none of them. */
 export const hostile = (forgeries: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> => fc.oneof(forgeries, lyingBuffer, hostileNumber, junk);
+
+/** Thrown by refusedAs for a refusal that names the wrong parameter (or is not an argument error): untyped, so the ledger fails it. */
+class WrongRefusal extends Error {}
+
+/** Runs fn; an exception must be an RdmaArgumentError naming `parameter` (a path starting with it). */
+export function refusedAs<T>(parameter: string, fn: () => T): () => T {
+  return () => {
+    try {
+      return fn();
+    } catch (error) {
+      if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
+      throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    }
+  };
+}
+
+/** A check for a call that should have been refused: whatever it returned is junk accepted. */
+export const refused = (): Verdict => 'accepted-junk';
