@@ -13,7 +13,7 @@ import { writeSync } from 'node:fs';
 import fc from 'fast-check';
 import {
   AddressHandle, COMPLETION_MODES, CompletionChannel, CompletionQueue, createId, DeviceContext, EventChannel, MemoryRegion,
-  ProtectionDomain, RdmaArgumentError, type CmId, type PreparedSend,
+  ProtectionDomain, type CmId, type PreparedSend,
 } from '../../src/index.js';
 import { deviceAddress, deviceName, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
