@@ -116,6 +116,8 @@ pair() {
 }
 
 ts() { echo node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
+# The same with bound calls, which are opt-in (src/ffi/bound-call.ts): their row says what they gain end to end.
+ts_bound() { echo env RDMACM_BOUND_CALLS=1 node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 
 # The ping-pong and streaming pairs busy-poll on both sides: each side gets a
 # CPU of its own, the TS and the C pair alike. Unpinned in the 2-CPU guest on
@@ -135,6 +137,8 @@ for r in $(seq 1 "$REPS"); do
     port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-$size-r$r.json" $(ts lat -s $size -n $LAT_N -p $port --json) -- $(ts lat -s $size -n $LAT_N -p $port --json "$ADDR")
     port=$((port + 1)); PINNED=$PIN pair "$RAW/c-lat-$size-r$r.txt" ib_send_lat -R -I $INLINE -s $size -n $LAT_N -p $port -- ib_send_lat -R -I $INLINE -s $size -n $LAT_N -p $port "$ADDR"
   done
+  say "lat 2 B with bound calls, run $r: rdmacm bench with RDMACM_BOUND_CALLS=1"
+  port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-bound-2-r$r.json" $(ts_bound lat -s 2 -n $LAT_N -p $port --json) -- $(ts_bound lat -s 2 -n $LAT_N -p $port --json "$ADDR")
   # The event-loop modes (unpinned: they sleep or yield), each client with a
   # 1 ms timer beside it whose lateness says what the mode leaves to the loop.
   for wait in events adaptive busy-poll; do

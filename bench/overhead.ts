@@ -8,10 +8,10 @@
 //
 // What this gives is the binding's own cost per crossing (JS checks + koffi
 // marshalling + an indirect call); a C program pays only the indirect call.
-// The same post and poll are measured with plain calls too, as they run where
-// calls cannot be bound (src/ffi/bound-call.ts): in a second process, started
-// with RDMACM_BOUND_CALLS=0, as a process that mixes both kinds of call slows
-// its call sites.
+// Bound calls are opt-in (src/ffi/bound-call.ts): this process turns them on,
+// and measures the same post and poll with plain calls, as every user gets
+// them by default, in a second process started with RDMACM_BOUND_CALLS=0, as a
+// process that mixes both kinds of call slows its call sites.
 import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
@@ -21,8 +21,10 @@ import { QueuePair } from '../src/api/verbs/queue-pair.js';
 import { internal } from '../src/api/core/internal.js';
 import { Resource } from '../src/api/core/resource.js';
 import type { ProtectionDomain } from '../src/api/verbs/protection-domain.js';
-import { boundCallsUnavailable } from '../src/ffi/bound-call.js';
+import { boundCallsUnavailable, setBoundCalls } from '../src/ffi/bound-call.js';
 import { cFunctionAddress } from '../tests/support/c-function.js';
+
+setBoundCalls(process.env.RDMACM_BOUND_CALLS !== '0');
 
 const standIn = cFunctionAddress('libm.so.6', 'fegetround');
 

@@ -105,6 +105,14 @@ for (const size of [2, 4096]) {
   row(`lat min ${size} B`, 'µs', pick(t, 'min_us'), pick(c, 't_min[usec]'), '—', null, runs);
   row(`lat p99.9 ${size} B`, 'µs', pick(t, 'p999_us'), pick(c, '99.9% percentile[usec]'), '—', null, runs);
 }
+// Bound calls are opt-in: their ratio to C beside the plain calls' (the 'lat p50 2 B' row, same run).
+{
+  const bound = collect(/^ts-lat-bound-2-r\d+\.json$/, json);
+  const c = cLat(2);
+  raw_.lat_bound_2 = bound;
+  const runs = `${bound.length} TS, ${c.length} C`;
+  row('lat p50 2 B, bound calls (RDMACM_BOUND_CALLS=1)', 'µs', pick(bound, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, runs);
+}
 // The event-loop modes (`await cq.next()`): events against ib_send_lat -e,
 // adaptive (the API's default) and busy-poll against the busy ib_send_lat;
 // each client ran a 1 ms timer beside it (TCP ping-pong in the guest: 1.1–1.9 ms).
@@ -258,11 +266,12 @@ for (const size of [64, 4096]) {
 const overhead = existsSync(join(raw, 'overhead.json')) ? json(read('overhead.json')) : undefined;
 raw_.overhead = overhead;
 if (overhead) {
-  row('host: ns per prepared post (JS+FFI)', 'ns', overhead.prepared_post_ns!, null, 'estimate', null, 'host');
-  row('host: ns per cq.poll() (JS+FFI)', 'ns', overhead.cq_poll_empty_ns!, null, 'estimate', null, 'host');
+  // Bound calls are opt-in (RDMACM_BOUND_CALLS=1): the plain rows are what a user gets by default.
+  row('host: ns per prepared post (JS+FFI), bound call', 'ns', overhead.prepared_post_ns!, null, 'estimate', null, 'host');
+  row('host: ns per cq.poll() (JS+FFI), bound call', 'ns', overhead.cq_poll_empty_ns!, null, 'estimate', null, 'host');
   if (overhead.prepared_post_plain_call_ns !== undefined) {
-    row('host: ns per prepared post, plain call', 'ns', overhead.prepared_post_plain_call_ns, null, 'estimate', null, 'host');
-    row('host: ns per cq.poll(), plain call', 'ns', overhead.cq_poll_plain_call_ns!, null, 'estimate', null, 'host');
+    row('host: ns per prepared post, plain call (the default)', 'ns', overhead.prepared_post_plain_call_ns, null, 'estimate', null, 'host');
+    row('host: ns per cq.poll(), plain call (the default)', 'ns', overhead.cq_poll_plain_call_ns!, null, 'estimate', null, 'host');
   }
   row('host: JS overhead per half round trip', 'ns', overhead.js_overhead_per_half_rtt_ns!, null, 'estimate', null, 'host');
   row('host: JS overhead per streamed message', 'ns', overhead.js_overhead_per_message_ns!, null, 'estimate', null, 'host');

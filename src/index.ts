@@ -33,6 +33,7 @@ export {
   PreparedSend, PreparedRecv, PreparedRecvChain, PreparedSendChain,
   type SendOptions, type RecvOptions, type RecvChainOptions, type SendChainOptions, type ChainSlots, type RemoteTarget, type UdDestination,
 } from './api/work/work-request.js';
+export { boundCallStatus, setBoundCalls, type BoundCallStatus } from './api/work/bound-calls.js';
 export { WorkCompletionError, type WorkCompletion } from './api/work/work-completion.js';
 export {
   listDevices, rdmaGetDevices, noDeviceFoundReason,

@@ -13,9 +13,12 @@
 // deoptimized when it meets the second (it was, with a stub per call). The
 // stub is written once, before its page becomes executable, and never changes.
 //
-// Where this cannot work (not x86-64, a system that refuses executable memory,
-// libc that does not load, RDMACM_BOUND_CALLS=0) a FixedCall makes the plain
-// call instead.
+// Bound calls are opt-in (RDMACM_BOUND_CALLS=1, or the safe API's
+// setBoundCalls): machine code written at run time surprises security
+// reviewers and trips hardened kernels' audits, and in the emulated test bed
+// their end-to-end gain is below the noise. Where they are not asked for, or
+// cannot work (not x86-64, a system that refuses executable memory, libc that
+// does not load), a FixedCall makes the plain call instead.
 import process from 'node:process';
 import koffi from 'koffi';
 import { libc } from './libc.js';
@@ -160,16 +163,36 @@ let dispatch: Dispatch | undefined;
 /** Why bound calls are off in this process, once known. */
 let unavailable: string | undefined;
 
-const switchedOff = (): boolean => process.env.RDMACM_BOUND_CALLS === '0';
+/** What setBoundCalls() chose, which wins over the environment. */
+let chosen: boolean | undefined;
+
+/** Whether calls are to be bound: setBoundCalls() said so, or else RDMACM_BOUND_CALLS=1. */
+export function boundCallsRequested(): boolean {
+  return chosen ?? process.env.RDMACM_BOUND_CALLS === '1';
+}
+
+/** Asks for bound calls (or the plain ones) in calls made from now on; calls made before keep their kind. */
+export function setBoundCalls(enabled: boolean): void {
+  chosen = enabled;
+}
 
 /** Why calls are not bound here (undefined: they are, or no call has been bound yet). */
 export function boundCallsUnavailable(): string | undefined {
-  return switchedOff() ? 'RDMACM_BOUND_CALLS=0' : unavailable;
+  if (!boundCallsRequested()) {
+    return chosen === false ? 'turned off (setBoundCalls(false))' : 'not asked for: they are opt-in (RDMACM_BOUND_CALLS=1, or setBoundCalls(true))';
+  }
+  return unavailable;
+}
+
+/** Sets up the stub if it is not yet: why bound calls cannot work here, or undefined where they can. */
+export function probeBoundCalls(): string | undefined {
+  dispatch ??= newDispatch();
+  return dispatch ? undefined : unavailable;
 }
 
 /** `fn` with its three arguments stored in a slot, or undefined where calls cannot be bound. */
 function bindCall(fn: Pointer, args: readonly [Address, Address, Address]): BoundCall | undefined {
-  if (switchedOff()) return undefined;
+  if (!boundCallsRequested()) return undefined;
   dispatch ??= newDispatch();
   if (!dispatch) return undefined;
   const slot = takeSlot();

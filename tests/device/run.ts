@@ -20,6 +20,16 @@ try {
   process.exit(1);
 }
 
+// Bound calls are opt-in (RDMACM_BOUND_CALLS=1); CI runs the tier both ways,
+// so a pass that asked for them and did not get them must not pass quietly.
+const { boundCallStatus } = await import('../../src/index.js');
+const bound = boundCallStatus();
+console.log(`device tier: bound calls ${bound.active ? 'on' : `off (${bound.reason})`}`);
+if (bound.enabled && !bound.active && process.env.CI && process.arch === 'x64') {
+  console.error('device tier: RDMACM_BOUND_CALLS=1 asked for bound calls and they could not be set up here');
+  process.exit(1);
+}
+
 // Holds the event loop open while tests run: a test left waiting on nothing then
 // fails at its own timeout, instead of node:test cancelling every test after it
 // when the loop empties (a CI run lost 17 tests that way to one).

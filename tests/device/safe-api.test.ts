@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  createId, getAddrInfo, ConnectionError, EventChannel, RdmaArgumentError, RdmaError, WorkCompletionError, type CmId,
+  boundCallStatus, createId, getAddrInfo, ConnectionError, EventChannel, RdmaArgumentError, RdmaError, WorkCompletionError, type CmId,
   type MemoryRegion, type PreparedRecvChain, raw,
 } from '../../src/index.js';
 import koffi from 'koffi';
@@ -424,6 +424,32 @@ test('a send chain posts its sends in one call, each from its own slot; only the
     // More sends than the send queue holds: the error says how many went in.
     const tooLong = qp.prepareSendChain(outbox, { count: qp.caps.maxSendWr + 64, stride: 0, length: 8, signaled: 'none' });
     assert.throws(() => tooLong.post(), (error: unknown) => error instanceof RdmaError && error.syscall === 'ibv_post_send' && /\d+ of the chain's \d+ sends were posted/.test(error.message));
+  } finally {
+    pair.close();
+  }
+});
+
+test('a prepared post is bound exactly when bound calls are asked for and work (CI runs the tier both ways)', async () => {
+  const status = boundCallStatus();
+  assert.equal(status.enabled, process.env.RDMACM_BOUND_CALLS === '1', 'bound calls are opt-in');
+  if (status.enabled && process.arch === 'x64') assert.equal(status.active, true, status.reason);
+  let inbox!: MemoryRegion;
+  const pair = await connectPair({
+    qp: { sendWr: 4, recvWr: 4 },
+    beforeConnect: (id, side) => {
+      if (side !== 'server') return;
+      inbox = id.regMsgs(Buffer.alloc(16));
+      id.postRecv(inbox);
+    },
+  });
+  try {
+    const outbox = pair.client.regMsgs(Buffer.from('bound or plain!!'));
+    const send = pair.client.queuePair.prepareSend(outbox);
+    assert.equal((send as unknown as { postCall: { bound: boolean } }).postCall.bound, status.active);
+    send.post();
+    await withTimeout(pair.client.queuePair.nextSendCompletion());
+    const received = await withTimeout(pair.server.queuePair.nextRecvCompletion());
+    assert.equal(inbox.buffer.subarray(0, received.byteLen).toString(), 'bound or plain!!');
   } finally {
     pair.close();
   }

@@ -1,13 +1,18 @@
 // Bound calls (src/ffi/bound-call.ts) against real C functions: the stub must
-// pass each stored argument exactly and return the function's result.
+// pass each stored argument exactly and return the function's result. They are
+// opt-in; this file turns them on for itself, and the cases about the switch
+// and the kernel's refusals run in child processes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import process from 'node:process';
 import koffi from 'koffi';
-import { boundCallsUnavailable, fixedCall, type FixedCall } from '../../src/ffi/bound-call.js';
+import { boundCallsUnavailable, fixedCall, setBoundCalls, type FixedCall } from '../../src/ffi/bound-call.js';
 import { toAddress, type Address } from '../../src/ffi/library.js';
+import { RdmaArgumentError, setBoundCalls as setBoundCallsChecked, type BoundCallStatus } from '../../src/index.js';
 import { cFunctionAddress } from '../support/c-function.js';
+import { childJson } from '../support/child-module.js';
+
+setBoundCalls(true);
 
 const memcmp = cFunctionAddress('libc.so.6', 'memcmp');
 const plainMemcmp = koffi.decode(memcmp, koffi.proto('int rdmacm_test_memcmp_fn(uintptr_t a, uintptr_t b, uintptr_t n)')) as
@@ -74,13 +79,83 @@ test('a one-shot call, or a missing function, is a plain call with the same resu
   assert.equal(missing.call(), 1);
 });
 
-test('RDMACM_BOUND_CALLS=0 turns bound calls off, and says so', () => {
-  const script = `
-    import { boundCallsUnavailable, fixedCall } from './src/ffi/bound-call.ts';
-    const call = fixedCall(1n, () => 42, [0, 0, 0], true);
-    console.log(JSON.stringify({ bound: call.bound, result: call.call(), why: boundCallsUnavailable() }));`;
-  const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    env: { ...process.env, RDMACM_BOUND_CALLS: '0' }, encoding: 'utf8',
-  });
-  assert.deepEqual(JSON.parse(output), { bound: false, result: 42, why: 'RDMACM_BOUND_CALLS=0' });
+/** Child-script lines: `boundKind()` binds labs(7) and says whether the call was bound and what it returned. */
+const BOUND_KIND = `
+  import { fixedCall } from './src/ffi/bound-call.ts';
+  import { cFunctionAddress } from './tests/support/c-function.ts';
+  const labs = cFunctionAddress('libc.so.6', 'labs');
+  const boundKind = () => {
+    const call = fixedCall(labs, (a) => Math.abs(Number(a)), [7, 0, 0], true);
+    const kind = { bound: call.bound, result: call.call() };
+    call.release();
+    return kind;
+  };`;
+
+interface Kind { bound: boolean; result: number }
+
+test('bound calls are opt-in: off by default, on with RDMACM_BOUND_CALLS=1, and setBoundCalls() wins over the environment', () => {
+  const script = `${BOUND_KIND}
+    import { boundCallStatus, setBoundCalls } from './src/index.ts';
+    const first = [boundCallStatus(), boundKind()];
+    const turned = [setBoundCalls(process.env.RDMACM_BOUND_CALLS !== '1'), boundKind()];
+    console.log(JSON.stringify({ first, turned }));`;
+  const asked = process.arch === 'x64' ? { enabled: true, active: true } : { enabled: true, active: false, reason: `the stub is x86-64 code (this is ${process.arch})` };
+  const notAsked = { enabled: false, active: false, reason: 'not asked for: they are opt-in (RDMACM_BOUND_CALLS=1, or setBoundCalls(true))' };
+  const turnedOff = { enabled: false, active: false, reason: 'turned off (setBoundCalls(false))' };
+  const kind = (status: BoundCallStatus): Kind => ({ bound: status.active, result: 7 });
+
+  const byDefault = childJson<{ first: [BoundCallStatus, Kind]; turned: [BoundCallStatus, Kind] }>(script, { RDMACM_BOUND_CALLS: '' });
+  assert.deepEqual(byDefault.first, [notAsked, kind(notAsked)]);
+  assert.deepEqual(byDefault.turned, [asked, kind(asked)]);
+
+  const fromEnvironment = childJson<{ first: [BoundCallStatus, Kind]; turned: [BoundCallStatus, Kind] }>(script, { RDMACM_BOUND_CALLS: '1' });
+  assert.deepEqual(fromEnvironment.first, [asked, kind(asked)]);
+  assert.deepEqual(fromEnvironment.turned, [turnedOff, kind(turnedOff)]);
+});
+
+test('setBoundCalls() takes a boolean only, and refuses anything else before changing anything', () => {
+  for (const junk of ['yes', 1, undefined, null, {}]) {
+    assert.throws(() => setBoundCallsChecked(junk as never), (error: unknown) =>
+      error instanceof RdmaArgumentError && error.code === 'ERR_RDMACM_ARGUMENT' && error.issues[0]?.path === 'enabled' && /boolean/.test(error.message));
+  }
+});
+
+// The kernel's refusals, as a hardened system makes them. PR_SET_MDWE (Linux
+// 6.3+, what systemd's MemoryDenyWriteExecute= sets) refuses to make a page
+// executable that was not; an address-space limit below what the process uses
+// refuses new mappings. Either way the calls stay plain and say why.
+const REFUSALS = `${BOUND_KIND}
+  import koffi from 'koffi';
+  import { boundCallStatus } from './src/index.ts';
+  const libc = koffi.load('libc.so.6');`;
+
+test('where the kernel refuses executable memory (PR_SET_MDWE), calls stay plain and the status says why', (t) => {
+  const seen = childJson<{ refused: number; errno: number; status: BoundCallStatus; kind: Kind }>(`${REFUSALS}
+    const prctl = libc.func('int prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4, unsigned long a5)');
+    const PR_SET_MDWE = 65, PR_MDWE_REFUSE_EXEC_GAIN = 1;
+    const refused = prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0, 0, 0);
+    const errno = koffi.errno();
+    console.log(JSON.stringify({ refused, errno, status: boundCallStatus(), kind: boundKind() }));`, { RDMACM_BOUND_CALLS: '1' });
+  if (seen.refused !== 0) return t.skip(`this kernel has no PR_SET_MDWE (prctl: errno ${seen.errno}; Linux 6.3+ has it)`);
+  if (process.arch !== 'x64') return t.skip(`bound calls are x86-64 only (this is ${process.arch})`);
+  assert.deepEqual(seen.status, { enabled: true, active: false, reason: 'the system refuses executable memory (mprotect: errno 13)' });
+  assert.deepEqual(seen.kind, { bound: false, result: 7 });
+});
+
+test('where mmap is refused (an address-space limit below what the process maps), calls stay plain and the status says why', (t) => {
+  if (process.arch !== 'x64') return t.skip(`bound calls are x86-64 only (this is ${process.arch})`);
+  const seen = childJson<{ status: BoundCallStatus; kind: Kind; restored: number }>(`${REFUSALS}
+    const getrlimit = libc.func('int getrlimit(int resource, _Out_ uint64_t *limits)');
+    const setrlimit = libc.func('int setrlimit(int resource, const uint64_t *limits)');
+    const RLIMIT_AS = 9;
+    const limits = new BigUint64Array(2);
+    getrlimit(RLIMIT_AS, limits);
+    const lowered = new BigUint64Array([0n, limits[1]]);
+    if (setrlimit(RLIMIT_AS, lowered) !== 0) throw new Error('setrlimit: errno ' + koffi.errno());
+    const status = boundCallStatus();
+    const restored = setrlimit(RLIMIT_AS, limits);
+    console.log(JSON.stringify({ status, kind: boundKind(), restored }));`, { RDMACM_BOUND_CALLS: '1' });
+  assert.equal(seen.restored, 0);
+  assert.deepEqual(seen.status, { enabled: true, active: false, reason: 'mmap failed (errno 12)' });
+  assert.deepEqual(seen.kind, { bound: false, result: 7 }, 'a refused stub stays refused: the process keeps plain calls');
 });

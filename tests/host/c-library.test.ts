@@ -10,13 +10,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import process from 'node:process';
-import { fileURLToPath } from 'node:url';
 import { cLibraryInMaps, libcSonames, runningCLibrary } from '../../src/c-library.js';
 import { libc, libcAdvice, libcFunctions } from '../../src/ffi/libc.js';
 import { defineLibrary } from '../../src/ffi/library.js';
 import { LibraryLoadError } from '../../src/ffi/errors.js';
+import { runChildModule } from '../support/child-module.js';
 
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const work = mkdtempSync(join(tmpdir(), 'rdmacm-libc-'));
 after(() => rmSync(work, { recursive: true, force: true }));
 
@@ -155,9 +154,7 @@ test('where libc does not load, bound calls and native copies fall back; the fd 
     let failure;
     try { setNonBlocking(0); } catch (e) { failure = { name: e.name, code: e.code, tried: e.tried, message: e.message }; }
     console.log(JSON.stringify({ bound: call.bound, result: call.call(), why: boundCallsUnavailable(), copy: copy.toString(), failure }));`;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    cwd: repoRoot, env: { ...process.env, RDMACM_LIBC: '/nonexistent/libc.so' }, encoding: 'utf8',
-  });
+  const result = runChildModule(script, { RDMACM_LIBC: '/nonexistent/libc.so', RDMACM_BOUND_CALLS: '1' });
   assert.equal(result.status, 0, result.stderr);
   const seen = JSON.parse(result.stdout) as { bound: boolean; result: number; why: string; copy: string; failure: { name: string; code: string; tried: string[]; message: string } };
   assert.equal(seen.bound, false);

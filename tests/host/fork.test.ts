@@ -2,17 +2,12 @@
 // ibv_fork_init changes the process for good.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+import { runChildModule } from '../support/child-module.js';
 
 /** Runs `body` (an async function body with the package as `rdmacm`) in a child node; returns its last output line. */
 function inChild(body: string, env: NodeJS.ProcessEnv = {}): string {
   const script = `const rdmacm = await import('./src/index.ts');\n${body}`;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-    cwd: repoRoot, encoding: 'utf8', env: { ...process.env, RDMAV_FORK_SAFE: '', IBV_FORK_SAFE: '', ...env }, timeout: 60_000,
-  });
+  const result = runChildModule(script, { RDMAV_FORK_SAFE: '', IBV_FORK_SAFE: '', ...env });
   assert.equal(result.status, 0, result.stderr);
   return result.stdout.trim().split('\n').at(-1)!;
 }

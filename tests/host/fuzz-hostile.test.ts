@@ -16,7 +16,7 @@ import {
   AddrInfo, AddrInfoFlag, AddressHandle, CmId, CompletionChannel, CompletionQueue, DeviceContext, EventChannel, MemoryRegion,
   PortSpace, PreparedRecv, PreparedRecvChain, PreparedSend, PreparedSendChain, ProtectionDomain, QpType, QueuePair,
   RdmaArgumentError, SharedReceiveQueue, connParamSchema, createEndpoint, createId, decodeRemoteRegion, decodeUdMessage,
-  encodeRemoteRegion, getAddrInfo, getAddrInfoAsync,
+  encodeRemoteRegion, getAddrInfo, getAddrInfoAsync, setBoundCalls,
 } from '../../src/index.js';
 import { hostRdmaDevices } from '../support/device.js';
 import {
@@ -140,6 +140,7 @@ test('enum names outside their set: an argument error', { skip: skipNative }, ()
     badEnum(PortSpace.names).map((v) => ['getAddrInfo(hints.portSpace)', 'hints.portSpace', () => getAddrInfo('127.0.0.1', '1', { portSpace: v as never })] as const),
     badEnum(['IPv4', 'IPv6', 'IB']).map((v) => ['getAddrInfo(hints.family)', 'hints.family', () => getAddrInfo('127.0.0.1', '1', { family: v as never })] as const),
     badEnum(AddrInfoFlag.names).map((v) => ['getAddrInfo(hints.flags)', 'hints.flags', () => getAddrInfo('127.0.0.1', '1', { flags: [v as never] })] as const),
+    hostile(forged(EventChannel)).filter((v) => typeof v !== 'boolean').map((v) => ['setBoundCalls(enabled)', 'enabled', () => setBoundCalls(v as never)] as const),
   );
   fc.assert(fc.property(cases, ([name, parameter, fn]) => ledger.call<unknown>(name, refusedAs(parameter, fn as () => unknown), refused)), { ...PARAMS, numRuns: RUNS.enums });
 });
