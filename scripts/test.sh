@@ -11,10 +11,13 @@
 # With CI=true the device tier must really run: a skipped device test fails it.
 # In the VM the tier also boots two guests joined by a virtual link for the
 # round-trip, loss and link-flap tests (tests/twohost); a host's own device has
-# no peer. Last, one short step boots Debian 13's kernel with its glibc and
-# rdma-core 56 laid over this host's files (rxe-vm.sh --distro trixie) for the
-# smoke test, with the harness's RDMACM_TEST_* variables unset, as on a user's
-# own host: the tier finds the device, its port and address by itself.
+# no peer. Then Debian 13's kernel boots with its glibc and rdma-core 56 laid
+# over this host's files (rxe-vm.sh --distro trixie) for the smoke test and the
+# whole device tier again, with the harness's RDMACM_TEST_* variables unset, as
+# on a user's own host (the tier finds the device, its port and address by
+# itself), and with bound calls on (RDMACM_BOUND_CALLS=1): they are opt-in, so
+# the first pass ran the plain calls users get by default. On a host with its
+# own device the tier runs twice there, plain then bound.
 # Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
 # userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
 # runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes).
@@ -90,6 +93,8 @@ main() {
       echo "== device tier (on this host's RDMA device)"
       tier_run node scripts/platform.mjs --step 'device tier (this host)' || status=1
       tier_run node dist/tests/device/run.js || status=1
+      echo "== device tier (on this host's RDMA device), bound calls on"
+      tier_run env RDMACM_BOUND_CALLS=1 node dist/tests/device/run.js || status=1
     else
       # The rdma-core 56 device test runs Debian 13's libc6 and libibverbs1,
       # unpacked into a cache; the guest, which has no network, reads it here.
@@ -103,11 +108,11 @@ main() {
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
-        echo "== device tier, rdma-core 56 guest: smoke (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
-        tier_run bash scripts/rxe-vm.sh --distro trixie --timeout 600 -- sh -c \
+        echo "== device tier, rdma-core 56 guest, bound calls on (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
+        tier_run env RDMACM_BOUND_CALLS=1 bash scripts/rxe-vm.sh --distro trixie --timeout 1500 -e RDMACM_BOUND_CALLS -- sh -c \
           'unset RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
-           node scripts/platform.mjs --step "device tier, rdma-core 56 guest: smoke" --expect-rdma-core 56 && node bin/rdmacm smoke &&
-           RDMACM_TEST_ONLY=smoke,connection exec node dist/tests/device/run.js' || status=1
+           node scripts/platform.mjs --step "device tier, rdma-core 56 guest, bound calls on" --expect-rdma-core 56 && node bin/rdmacm smoke &&
+           exec node dist/tests/device/run.js' || status=1
         echo "== device tier, arm64 guest: smoke (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
         tier_run bash scripts/arm64-vm.sh --timeout 600 || status=1
       else

@@ -16,6 +16,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
 import { RdmaSocket, connect, createServer, type RdmaServer } from '../../src/net/index.js';
+import { within } from '../support/within.js';
 import { deviceAddress } from '../support/device.js';
 
 let dir: string;
@@ -37,19 +38,6 @@ const closeServer = (server: RdmaServer) => new Promise<void>((resolve) => serve
 
 /** Resolves at the socket's 'close' (a plain listener: 'error' may come in the same tick). */
 const closed = (socket: RdmaSocket | tls.TLSSocket) => new Promise<void>((resolve) => socket.once('close', () => resolve()));
-
-/** `promise`, or a failure naming `what` after `ms` (so a hang fails fast, not at the test's timeout). */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 async function connected(port: number): Promise<RdmaSocket> {
   const socket = connect(port, deviceAddress());

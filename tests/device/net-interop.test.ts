@@ -14,7 +14,8 @@ import { deviceAddress, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
 import { checkRstream, rstreamExchange } from '../support/rstream-peer.js';
 import { rcopyClient, rcopyServe } from '../support/rcopy-peer.js';
-import { riostreamExchange } from '../support/riostream-peer.js';
+import { riostreamExchange, type ExchangeProgress } from '../support/riostream-peer.js';
+import { within } from '../support/within.js';
 
 /** rstream's custom runs: latency (count 1) and bandwidth (iterations 1) at each size. */
 const PLANS = [
@@ -28,18 +29,18 @@ const PLANS = [
 
 const rstreamArgs = (plan: (typeof PLANS)[number]) => ['-S', String(plan.size), '-C', String(plan.count), '-I', String(plan.iterations), '-T', 'b', '-T', 'v'];
 
-/** Connects, retrying while the peer tool is still starting (bounded). */
+/** Connects, retrying while the peer tool is still starting (bounded, and each step too: a stall says which). */
 async function connectWhenListening(port: number, iomapEntries = 0): Promise<RdmaSocket> {
   for (let attempt = 0; ; attempt++) {
     const socket = connect({ port, host: deviceAddress(), rdma: { iomapEntries } });
     const closed = new Promise((resolve) => socket.once('close', resolve));
     // Plain listeners: events.once('connect') would reject at the 'error' event itself.
-    const outcome = await new Promise<'connected' | (Error & { code: string })>((resolve) => {
+    const outcome = await within(new Promise<'connected' | (Error & { code: string })>((resolve) => {
       socket.once('connect', () => resolve('connected'));
       socket.once('error', (error: Error & { code: string }) => resolve(error));
-    });
+    }), 30_000, () => `attempt ${attempt + 1} to connect to port ${port}: neither 'connect' nor 'error' (readyState ${socket.readyState})`);
     if (typeof outcome === 'string') return socket;
-    await closed;
+    await within(closed, 10_000, `attempt ${attempt + 1} failed with ${outcome.code}, and the socket did not close`);
     if (outcome.code !== 'ECONNREFUSED' || attempt >= 40) throw outcome;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
@@ -48,21 +49,22 @@ async function connectWhenListening(port: number, iomapEntries = 0): Promise<Rdm
 /** One of rdma-core's tools and this side of its application protocol. */
 interface ToolPeer {
   readonly tool: 'rstream' | 'riostream';
-  readonly exchange: (socket: RdmaSocket, role: 'client' | 'server', plan: Plan) => Promise<void>;
+  readonly exchange: (socket: RdmaSocket, role: 'client' | 'server', plan: Plan, progress: ExchangeProgress) => Promise<void>;
   /** Iomap entries this side offers (riostream maps into its peer). */
   readonly iomapEntries: number;
 }
 type Plan = (typeof PLANS)[number];
 
-const RSTREAM: ToolPeer = { tool: 'rstream', exchange: rstreamExchange, iomapEntries: 0 };
+const RSTREAM: ToolPeer = { tool: 'rstream', exchange: (socket, role, plan) => rstreamExchange(socket, role, plan), iomapEntries: 0 };
 const RIOSTREAM: ToolPeer = { tool: 'riostream', exchange: riostreamExchange, iomapEntries: 1 };
 
 /** The tool as client, a TypeScript server serving its custom run. */
 async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
+  const progress: ExchangeProgress = { phase: 'not connected' };
   const server = createServer({ rdma: { iomapEntries: peer.iomapEntries } });
   const served = new Promise<void>((resolve, reject) => {
     server.once('connection', (socket) => {
-      peer.exchange(socket, 'server', plan).then(() => socket.end(), reject);
+      peer.exchange(socket, 'server', plan, progress).then(() => socket.end(), reject);
       socket.on('error', reject);
       socket.on('close', () => resolve());
     });
@@ -71,18 +73,27 @@ async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
   await once(server, 'listening');
   try {
     const tool = start(peer.tool, ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
-    const [result] = await Promise.all([tool.finished, served]);
+    const [result] = await Promise.all([tool.finished, served]).catch(async (error: unknown) => {
+      // Say what the tool saw: its output often names the cause.
+      tool.kill();
+      const ended = await tool.finished;
+      throw new Error(`${String(error)} (this side: ${progress.phase}); ${peer.tool} exited ${ended.code}: ${ended.stdout} ${ended.stderr}`, { cause: error });
+    });
     checkRstream(result);
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }
 
+/** How long a run may go without ending before it reports where it stood (the tests' timeout is 180 s). */
+const STALL_MS = 150_000;
+
 /** A TypeScript client running the custom run against the tool as server; a failure says what it saw. */
 async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
   const port = freshPort();
   const tool = start(peer.tool, ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
   const seen: string[] = [];
+  const progress: ExchangeProgress = { phase: 'not connected' };
   tool.finished.then((result) => seen.push(`${peer.tool} exited ${result.code}: ${result.stdout} ${result.stderr}`), () => undefined);
   try {
     const socket = await connectWhenListening(port, peer.iomapEntries);
@@ -92,8 +103,12 @@ async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
     });
     socket.on('close', () => seen.push(`socket closed (destroyed ${socket.destroyed})`));
     socket.on('error', (error) => seen.push(`socket error ${String(error)}`));
-    await Promise.race([peer.exchange(socket, 'client', plan), toolEnded]).catch((error: unknown) => {
-      throw new Error(`${String(error)}; seen: ${seen.join(' | ')}`);
+    // A stall says where it stood, where the test's own timeout would say nothing.
+    const stallReport = () => `the run did not end: wrote ${socket.bytesWritten} B, read ${socket.bytesRead} B, ${socket.writableLength} B queued`;
+    await within(Promise.race([peer.exchange(socket, 'client', plan, progress), toolEnded]), STALL_MS, stallReport).catch(async (error: unknown) => {
+      tool.kill();
+      await tool.finished;
+      throw new Error(`${String(error)} (this side: ${progress.phase}); seen: ${seen.join(' | ')}`);
     });
     socket.end();
     await new Promise((resolve) => socket.once('close', resolve));

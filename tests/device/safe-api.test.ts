@@ -9,6 +9,7 @@ import koffi from 'koffi';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
 import { assertAbortedWith } from '../support/errors.js';
+import { within } from '../support/within.js';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { packageRoot } from '../../src/package-info.js';
@@ -16,13 +17,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** Fails instead of hanging when a completion never comes. */
-function withTimeout<T>(promise: Promise<T>, ms = 10_000): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no completion within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+const withTimeout = <T>(promise: Promise<T>, ms = 10_000): Promise<T> => within(promise, ms, 'no completion');
 
 const connect = () => connectPair({ qp: { sendWr: 4, recvWr: 4 } });
 
@@ -534,7 +529,8 @@ test('setMinRnrTimer lowers the RNR back-off rdma_cm leaves at 655 ms, once the 
   let beforeConnect: unknown;
   const pair = await connectPair({
     beforeConnect: (id, side) => {
-      // Still in INIT: the transition to RTR would overwrite it, and the provider refuses it here.
+      // Still in INIT: the transition to RTR overwrites it either way. Linux 6.1's rxe
+      // refuses it here (EINVAL); 6.12's takes it.
       if (side === 'server') {
         try {
           id.queuePair.setMinRnrTimer(12);
@@ -545,8 +541,8 @@ test('setMinRnrTimer lowers the RNR back-off rdma_cm leaves at 655 ms, once the 
     },
   });
   try {
-    assert.ok(beforeConnect instanceof RdmaError && beforeConnect.syscall === 'ibv_modify_qp', String(beforeConnect));
-    assert.equal(timerOf(pair.server), 0, 'rdma_cm leaves the IB code 0 (655.36 ms)');
+    assert.ok(beforeConnect === undefined || (beforeConnect instanceof RdmaError && beforeConnect.syscall === 'ibv_modify_qp'), String(beforeConnect));
+    assert.equal(timerOf(pair.server), 0, 'rdma_cm leaves the IB code 0 (655.36 ms), whatever was set in INIT');
     pair.server.queuePair.setMinRnrTimer(1);
     assert.equal(timerOf(pair.server), 1);
     assert.throws(() => pair.server.queuePair.setMinRnrTimer(32), { name: 'RdmaArgumentError', message: /0–31/ });

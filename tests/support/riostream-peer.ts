@@ -19,8 +19,14 @@ async function until(ready: () => boolean, timeoutMs: number): Promise<void> {
   }
 }
 
+/** Where an exchange stands, for a report when it stalls. */
+export interface ExchangeProgress {
+  phase: string;
+}
+
 export async function riostreamExchange(
-  socket: RdmaSocket, role: 'client' | 'server', plan: { size: number; count: number; iterations: number }, timeoutMs = 60_000,
+  socket: RdmaSocket, role: 'client' | 'server', plan: { size: number; count: number; iterations: number },
+  progress: ExchangeProgress = { phase: '' }, timeoutMs = 60_000,
 ): Promise<void> {
   const { size } = plan;
   const reader = new ExactReader(socket);
@@ -39,6 +45,7 @@ export async function riostreamExchange(
   };
   const awaitPeer = async () => {
     const expected = marker++ & 0xff;
+    progress.phase = `awaiting the peer's marker ${expected} in the last byte (${received} B verified so far)`;
     await until(() => buffer[size - 1] === expected, timeoutMs);
     for (let i = 0; i < size - 1; i++) {
       if (buffer[i] !== ((received + i) & 0xff)) throw new Error(`data verification failed at byte ${received + i}`);
@@ -46,10 +53,15 @@ export async function riostreamExchange(
     received += size - 1;
   };
   const writeRound = async () => {
-    for (let i = 0; i < plan.count - 1; i++) await socket.writeToRemote(buffer, 0);
+    for (let i = 0; i < plan.count - 1; i++) {
+      progress.phase = `writing ${i + 1} of ${plan.count} into the peer's mapping`;
+      await socket.writeToRemote(buffer, 0);
+    }
+    progress.phase = `writing the last of ${plan.count}, with the marker`;
     await finalWrite();
   };
   try {
+    progress.phase = 'the 16-byte sync';
     if (role === 'client') {
       await write(Buffer.alloc(16));
       await reader.read(16);
