@@ -29,6 +29,9 @@ const PLANS = [
 
 const rstreamArgs = (plan: (typeof PLANS)[number]) => ['-S', String(plan.size), '-C', String(plan.count), '-I', String(plan.iterations), '-T', 'b', '-T', 'v'];
 
+/** How long a run may go without ending before it reports where it stood (the tests' timeout is 180 s). */
+const STALL_MS = 120_000;
+
 /** Connects, retrying while the peer tool is still starting (bounded, and each step too: a stall says which). */
 async function connectWhenListening(port: number, iomapEntries = 0): Promise<RdmaSocket> {
   for (let attempt = 0; ; attempt++) {
@@ -73,7 +76,7 @@ async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
   await once(server, 'listening');
   try {
     const tool = start(peer.tool, ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
-    const [result] = await Promise.all([tool.finished, served]).catch(async (error: unknown) => {
+    const [result] = await within(Promise.all([tool.finished, served]), STALL_MS, () => `the run did not end (this side: ${progress.phase})`).catch(async (error: unknown) => {
       // Say what the tool saw: its output often names the cause.
       tool.kill();
       const ended = await tool.finished;
@@ -84,9 +87,6 @@ async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 }
-
-/** How long a run may go without ending before it reports where it stood (the tests' timeout is 180 s). */
-const STALL_MS = 150_000;
 
 /** A TypeScript client running the custom run against the tool as server; a failure says what it saw. */
 async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
@@ -110,9 +110,12 @@ async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
       await tool.finished;
       throw new Error(`${String(error)} (this side: ${progress.phase}); seen: ${seen.join(' | ')}`);
     });
+    // The tool may have closed first: its disconnect ends this socket (allowHalfOpen is off).
+    progress.phase = 'ended: awaiting the close';
     socket.end();
-    await new Promise((resolve) => socket.once('close', resolve));
-    checkRstream(await tool.finished);
+    if (!socket.closed) await within(new Promise((resolve) => socket.once('close', resolve)), 20_000, () => `after end(), no 'close'; seen: ${seen.join(' | ')}`);
+    progress.phase = `closed: awaiting ${peer.tool}'s exit`;
+    checkRstream(await within(tool.finished, 30_000, `${peer.tool} did not exit after the socket closed`));
   } finally {
     tool.kill();
   }
