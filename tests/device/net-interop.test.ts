@@ -32,6 +32,9 @@ const rstreamArgs = (plan: (typeof PLANS)[number]) => ['-S', String(plan.size), 
 /** How long a run may go without ending before it reports where it stood (the tests' timeout is 180 s). */
 const STALL_MS = 120_000;
 
+/** How long the exchange may go on after the tool exited (its last write may still be unread here). */
+const TOOL_EXIT_GRACE_MS = 5_000;
+
 /** Connects, retrying while the peer tool is still starting (bounded, and each step too: a stall says which). */
 async function connectWhenListening(port: number, iomapEntries = 0): Promise<RdmaSocket> {
   for (let attempt = 0; ; attempt++) {
@@ -97,9 +100,12 @@ async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
   tool.finished.then((result) => seen.push(`${peer.tool} exited ${result.code}: ${result.stdout} ${result.stderr}`), () => undefined);
   try {
     const socket = await connectWhenListening(port, peer.iomapEntries);
-    // If the tool gives up first, say what it printed.
-    const toolEnded = tool.finished.then((result) => {
-      throw new Error(`${peer.tool} exited first: ${JSON.stringify(result)}`);
+    // If the tool gives up first, say what it printed. It also exits right after
+    // its last write, which this side may not have looked for yet (under load a
+    // run lost that race): the exchange gets a few seconds more.
+    const toolEnded = tool.finished.then(async (result) => {
+      await new Promise((resolve) => setTimeout(resolve, TOOL_EXIT_GRACE_MS).unref());
+      throw new Error(`${peer.tool} exited ${TOOL_EXIT_GRACE_MS / 1000} s before this side was done: ${JSON.stringify(result)}`);
     });
     socket.on('close', () => seen.push(`socket closed (destroyed ${socket.destroyed})`));
     socket.on('error', (error) => seen.push(`socket error ${String(error)}`));
