@@ -118,6 +118,8 @@ pair() {
 ts() { echo node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 # The same with bound calls, which are opt-in (src/ffi/bound-call.ts): their row says what they gain end to end.
 ts_bound() { echo env RDMACM_BOUND_CALLS=1 node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
+# The same in node --single-threaded: V8 runs no helper threads on the pinned CPU (performance-notes.md, "The busy-poll tail").
+ts_single() { echo node --single-threaded "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 
 # The ping-pong and streaming pairs busy-poll on both sides: each side gets a
 # CPU of its own, the TS and the C pair alike. Unpinned in the 2-CPU guest on
@@ -139,6 +141,8 @@ for r in $(seq 1 "$REPS"); do
   done
   say "lat 2 B with bound calls, run $r: rdmacm bench with RDMACM_BOUND_CALLS=1"
   port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-bound-2-r$r.json" $(ts_bound lat -s 2 -n $LAT_N -p $port --json) -- $(ts_bound lat -s 2 -n $LAT_N -p $port --json "$ADDR")
+  say "lat 2 B in node --single-threaded, run $r"
+  port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-single-2-r$r.json" $(ts_single lat -s 2 -n $LAT_N -p $port --json) -- $(ts_single lat -s 2 -n $LAT_N -p $port --json "$ADDR")
   # The event-loop modes (unpinned: they sleep or yield), each client with a
   # 1 ms timer beside it whose lateness says what the mode leaves to the loop.
   for wait in events adaptive busy-poll; do

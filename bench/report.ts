@@ -113,6 +113,15 @@ for (const size of [2, 4096]) {
   const runs = `${bound.length} TS, ${c.length} C`;
   row('lat p50 2 B, bound calls (RDMACM_BOUND_CALLS=1)', 'µs', pick(bound, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, runs);
 }
+// The busy-poll tail with V8's helper threads off the pinned CPU (node --single-threaded).
+{
+  const single = collect(/^ts-lat-single-2-r\d+\.json$/, json);
+  const c = cLat(2);
+  raw_.lat_single_2 = single;
+  const runs = `${single.length} TS, ${c.length} C`;
+  row('lat p50 2 B, node --single-threaded', 'µs', pick(single, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, runs);
+  row('lat p99.9 2 B, node --single-threaded', 'µs', pick(single, 'p999_us'), pick(c, '99.9% percentile[usec]'), '≤ 3× (busy-poll)', (r) => r <= 3, runs);
+}
 // The event-loop modes (`await cq.next()`): events against ib_send_lat -e,
 // adaptive (the API's default) and busy-poll against the busy ib_send_lat;
 // each client ran a 1 ms timer beside it (TCP ping-pong in the guest: 1.1–1.9 ms).
