@@ -1,13 +1,16 @@
 // The bookkeeping and the arbitraries shared by the fuzzing files (host and device).
 // Contract (issue 32): every call returns, or throws one of the API's typed errors
-// (RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError, AbortError),
-// never another exception, a crash or a hang. A ledger counts each call's outcome
+// (RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError, AbortError;
+// for rdmacm/net also its node:net-shaped errors and, where the ledger is told so,
+// Node's own coded errors), never another exception, a crash or a hang. A ledger counts each call's outcome
 // per function; untyped exceptions and accepted junk fail the property unless the
 // function is in the file's KNOWN_* tables (src/ bugs found and reported).
 import fc from 'fast-check';
-import { AbortError, RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError } from '../../src/index.js';
+import {
+  AbortError, RdmaArgumentError, RdmaError, RdmaNetCodeError, RdmaNetError, RdmaProtocolError, ResourceClosedError, UnsupportedError,
+} from '../../src/index.js';
 
-export type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'aborted' | 'untyped';
+export type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'aborted' | 'net' | 'node' | 'untyped';
 /** What a check says of a returned value: right, wrong, or a result for input that should have been refused. */
 export type Verdict = boolean | 'accepted-junk';
 
@@ -24,6 +27,15 @@ export interface KnownBugs {
   readonly untyped: Record<string, string>;
   /** Functions that return a result for input they should refuse: what was seen. */
   readonly accepted: Record<string, string>;
+}
+
+export interface LedgerOptions {
+  /**
+   * Counts Node's own coded errors as typed: where the code under test is a
+   * stream.Duplex or an EventEmitter, Node's checks (ERR_INVALID_ARG_TYPE,
+   * ERR_STREAM_WRITE_AFTER_END, …) answer as they do for node:net.
+   */
+  readonly nodeErrors?: boolean;
 }
 
 /** Closes whatever a call returned that owns native resources (only where a device exists). */
@@ -45,8 +57,17 @@ export function show(value: unknown): string {
   }
 }
 
+/**
+ * Node's own errors carry a string code (ERR_INVALID_ARG_TYPE, ERR_STREAM_DESTROYED,
+ * ABORT_ERR); a bare TypeError or RangeError has none.
+ */
+function isNodeCoded(error: unknown): boolean {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && /^(ERR_[A-Z0-9_]+|ABORT_ERR)$/.test(code);
+}
+
 /** Classifies one thrown value; ok is false for a typed error whose shape is wrong. */
-function classify(error: unknown): { outcome: Outcome; ok: boolean } {
+function classify(error: unknown, nodeErrors: boolean): { outcome: Outcome; ok: boolean } {
   if (error instanceof RdmaArgumentError) {
     return { outcome: 'argument', ok: error.code === 'ERR_RDMACM_ARGUMENT' && error.issues.length > 0 && error.message.startsWith(`${error.operation}: `) };
   }
@@ -56,19 +77,26 @@ function classify(error: unknown): { outcome: Outcome; ok: boolean } {
   }
   if (error instanceof ResourceClosedError) return { outcome: 'closed', ok: error.code === 'ERR_RDMACM_CLOSED' };
   if (error instanceof AbortError) return { outcome: 'aborted', ok: error.code === 'ABORT_ERR' };
+  if (error instanceof RdmaNetError || error instanceof RdmaNetCodeError || error instanceof RdmaProtocolError) {
+    return { outcome: 'net', ok: typeof error.code === 'string' && error.code !== '' };
+  }
+  if (nodeErrors && isNodeCoded(error)) return { outcome: 'node', ok: true };
   return { outcome: 'untyped', ok: false };
 }
 
 export class FuzzLedger {
   readonly tallies = new Map<string, Tally>();
   totalCalls = 0;
-  constructor(readonly known: KnownBugs) {}
+  readonly #nodeErrors: boolean;
+  constructor(readonly known: KnownBugs, options: LedgerOptions = {}) {
+    this.#nodeErrors = options.nodeErrors ?? false;
+  }
 
   tally(name: string): Tally {
     let t = this.tallies.get(name);
     if (!t) {
       t = {
-        calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, aborted: 0, untyped: 0 },
+        calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, aborted: 0, net: 0, node: 0, untyped: 0 },
         acceptedExamples: [], untypedExamples: new Map(), slowestMs: 0,
       };
       this.tallies.set(name, t);
@@ -77,7 +105,7 @@ export class FuzzLedger {
   }
 
   #thrown(name: string, t: Tally, error: unknown, input?: () => string): { outcome: Outcome; ok: boolean } {
-    const c = classify(error);
+    const c = classify(error, this.#nodeErrors);
     if (c.outcome === 'untyped') {
       const text = describeError(error);
       const kind = text.split(':')[0]!;
@@ -157,11 +185,11 @@ export class FuzzLedger {
   report(label: string, elapsedS: number, seed: number): string[] {
     const lines = [`${label}: ${this.totalCalls} calls in ${elapsedS.toFixed(1)} s (seed ${seed}), ${this.sum('returned')} returned, `
       + `${this.sum('argument')} argument errors, ${this.sum('native')} native errors, ${this.sum('closed')} closed, `
-      + `${this.sum('unsupported')} unsupported, ${this.sum('aborted')} aborted, ${this.sum('untyped')} untyped and ${this.sum('accepted')} junk accepted (known src bugs)`];
+      + `${this.sum('unsupported')} unsupported, ${this.sum('aborted')} aborted, ${this.sum('net')} net, ${this.sum('node')} node, ${this.sum('untyped')} untyped and ${this.sum('accepted')} junk accepted (known src bugs)`];
     for (const [name, t] of this.tallies) {
       const o = t.outcomes;
       lines.push(`${label}:   ${name}: ${t.calls} calls, ${o.returned} returned, ${o.argument} argument, ${o.native} native, ${o.closed} closed, `
-        + `${o.aborted} aborted, ${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
+        + `${o.aborted} aborted, ${o.net} net, ${o.node} node, ${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
       for (const example of t.acceptedExamples) lines.push(`${label}:     junk accepted (known bug): ${example}`);
       for (const example of t.untypedExamples.values()) lines.push(`${label}:     untyped (known bug): ${example}`);
     }
