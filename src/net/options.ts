@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
-import { abortSignal, type Holds, type InputIs } from '../api/core/validate.js';
+import { abortSignal, argumentError, type Holds, type InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -224,28 +224,56 @@ export function parseOptions<S extends z.ZodType>(operation: string, schema: S, 
 
 type Callback = (...args: never[]) => void;
 
+/**
+ * A callback parameter: a function. Anything else is refused by name, where
+ * node:net would ignore it or fail later, outside the call.
+ */
+export function requiredCallback<T extends Callback>(operation: string, parameter: string, value: unknown): T {
+  if (typeof value === 'function') return value as T;
+  throw argumentError(operation, parameter, 'expected a function');
+}
+
+/** A callback parameter that may be absent (undefined). */
+export function optionalCallback<T extends Callback>(operation: string, parameter: string, value: unknown): T | undefined {
+  return value === undefined ? undefined : requiredCallback<T>(operation, parameter, value);
+}
+
+/** An overload's positional arguments, and the callback taken off the end. */
+function splitCallback(args: readonly unknown[]): { rest: readonly unknown[]; callback: Callback | undefined } {
+  const last = args[args.length - 1];
+  return typeof last === 'function' ? { rest: args.slice(0, -1), callback: last as Callback } : { rest: args, callback: undefined };
+}
+
+/** Arguments past an overload's `taken` positions must be absent: junk there is refused, never ignored. */
+function refuseExtra(operation: string, rest: readonly unknown[], taken: number, callbackName: string): void {
+  if (rest.slice(taken).some((value) => value !== undefined)) throw argumentError(operation, callbackName, 'expected a function (the last argument)');
+}
+
+/** A port given as a string of digits, as node:net takes it. */
+const portOf = (raw: string | number) => (typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw);
+
 /** connect()'s overloads, node:net's way: (options[, cb]) or (port[, host][, cb]). */
 export function normalizeConnectArgs(args: readonly unknown[]): { options: ResolvedConnect; callback: Callback | undefined } {
-  const callback = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as Callback) : undefined;
-  const rest = callback ? args.slice(0, -1) : args;
+  const { rest, callback } = splitCallback(args);
   let raw: unknown = rest[0];
   if (typeof raw === 'number' || typeof raw === 'string') {
-    const portNumber = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
-    raw = { port: portNumber, ...(typeof rest[1] === 'string' ? { host: rest[1] } : {}) };
-  }
+    raw = { port: portOf(raw), ...(rest[1] !== undefined ? { host: rest[1] } : {}) };
+    refuseExtra('connect', rest, 2, 'connectListener');
+  } else refuseExtra('connect', rest, 1, 'connectListener');
   return { options: parseOptions('connect', connectSchema, raw), callback };
 }
 
-/** listen()'s overloads: (options[, cb]), (port[, host][, backlog][, cb]), () with cb. */
+/** listen()'s overloads: (options[, cb]), (port[, host][, backlog][, cb]), (port, backlog[, cb]), () with cb. */
 export function normalizeListenArgs(args: readonly unknown[]): { options: ResolvedListen; callback: Callback | undefined } {
-  const callback = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as Callback) : undefined;
-  const rest = callback ? args.slice(0, -1) : args;
-  let raw: unknown = rest[0] ?? {};
-  if (typeof raw === 'number' || typeof raw === 'string' || raw === null) {
-    const portNumber = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw ?? 0;
-    const hostArg = typeof rest[1] === 'string' ? rest[1] : undefined;
-    const backlogArg = typeof rest[1] === 'number' ? rest[1] : typeof rest[2] === 'number' ? rest[2] : undefined;
-    raw = { port: portNumber, ...(hostArg ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) };
-  }
+  const { rest, callback } = splitCallback(args);
+  const first = rest[0];
+  let raw: unknown = first;
+  if (typeof first === 'number' || typeof first === 'string' || first === null || first === undefined) {
+    const backlogSecond = typeof rest[1] === 'number';
+    const hostArg = backlogSecond ? undefined : rest[1];
+    const backlogArg = backlogSecond ? rest[1] : rest[2];
+    raw = { port: first == null ? 0 : portOf(first), ...(hostArg !== undefined ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) };
+    refuseExtra('listen', rest, backlogSecond ? 2 : 3, 'listeningListener');
+  } else refuseExtra('listen', rest, 1, 'listeningListener');
   return { options: parseOptions('listen', listenSchema, raw), callback };
 }

@@ -3,8 +3,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lookup } from 'node:dns/promises';
+import { once } from 'node:events';
 import { RdmaError } from '../../src/api/core/errors.js';
 import { connectFailure } from '../../src/net/errors.js';
+import { createServer } from '../../src/net/index.js';
+import { hostRdmaDevices } from '../support/device.js';
+
+const devices = hostRdmaDevices();
+const skipNative = devices.length > 0 && `this host has RDMA devices (${devices.join(', ')}): the calls would succeed`;
 
 test('a resolver error is passed on as node:net does (ENOTFOUND, syscall getaddrinfo)', async () => {
   // A name with a character no resolver accepts fails at once, without the network.
@@ -22,4 +28,18 @@ test('an RDMA failure becomes a connect error with a node:net code, the RDMA err
   assert.equal(error.port, 7471);
   assert.equal(error.cause, cause);
   assert.equal((connectFailure(new Error('no code'), 'h', 1) as Error & { code: string }).code, 'ECONNREFUSED');
+});
+
+test('without a device, listen() fails with an error event (ENODEV), as any listen failure: never a throw', { skip: skipNative }, async () => {
+  const server = createServer();
+  const listening = () => assert.fail('no listening without a device');
+  assert.equal(server.listen(0, '127.0.0.1', listening), server);
+  const [error] = (await once(server, 'error')) as [Error & { code: string; syscall: string }];
+  assert.equal(error.code, 'ENODEV');
+  assert.equal(error.syscall, 'listen');
+  assert.ok(error.cause instanceof RdmaError);
+  assert.equal(server.listening, false);
+  assert.equal(server.address(), null);
+  const closeError = await new Promise<Error | undefined>((resolve) => server.close(resolve));
+  assert.equal((closeError as Error & { code: string }).code, 'ERR_SERVER_NOT_RUNNING');
 });

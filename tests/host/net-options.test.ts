@@ -5,6 +5,15 @@ import assert from 'node:assert/strict';
 import { normalizeConnectArgs, normalizeListenArgs } from '../../src/net/options.js';
 import { RdmaArgumentError, createServer } from '../../src/index.js';
 
+/** Asserts that `call` throws an RdmaArgumentError with an issue at `path` (or under it). */
+function assertRefusedAs(call: () => unknown, path: string): void {
+  assert.throws(call, (error: unknown) => {
+    assert.ok(error instanceof RdmaArgumentError, String(error));
+    assert.ok(error.issues.some((issue) => issue.path.startsWith(path)), `${JSON.stringify(error.issues)} names ${path}`);
+    return true;
+  });
+}
+
 test('connect() overloads: (port, host, cb), (port, cb), (options, cb)', () => {
   const cb = () => undefined;
   const positional = normalizeConnectArgs([7471, '10.0.0.2', cb]);
@@ -46,13 +55,33 @@ test('bad and meaningless options are refused with the parameter named', () => {
     [[{ port: 1, family: 5 }], 'options.family'],
     [[{ port: 1, localAddress: 'not-an-ip' }], 'options.localAddress'],
   ];
-  for (const [args, path] of cases) {
-    assert.throws(() => normalizeConnectArgs(args), (error: unknown) => {
-      assert.ok(error instanceof RdmaArgumentError, String(error));
-      assert.ok(error.issues.some((issue) => issue.path.startsWith(path)), `${JSON.stringify(error.issues)} names ${path}`);
-      return true;
-    });
-  }
+  for (const [args, path] of cases) assertRefusedAs(() => normalizeConnectArgs(args), path);
   assert.throws(() => normalizeListenArgs([{ port: 1, exclusive: true }]), /cluster mode is not supported/);
   assert.throws(() => createServer({ rdma: { inlineSize: -1 } }), RdmaArgumentError);
+});
+
+test('junk in a positional or callback slot is refused by name, never ignored (node:net ignores it, or calls it later and crashes)', () => {
+  const cases: [() => unknown, string][] = [
+    [() => normalizeConnectArgs([7471, 5]), 'options.host'],
+    [() => normalizeConnectArgs([7471, '10.0.0.2', 5]), 'connectListener'],
+    [() => normalizeConnectArgs([{ port: 7471 }, 'x']), 'connectListener'],
+    [() => normalizeListenArgs([7471, '10.0.0.1', 16, 5]), 'listeningListener'],
+    [() => normalizeListenArgs([7471, 16, 'x']), 'listeningListener'],
+    [() => normalizeListenArgs([7471, '10.0.0.1', 'x']), 'options.backlog'],
+    [() => normalizeListenArgs([7471, {}]), 'options.host'],
+    [() => createServer({}, 5 as never), 'connectionListener'],
+    [() => createServer(() => undefined, (() => undefined) as never), 'connectionListener'],
+    [() => createServer().close(5 as never), 'callback'],
+    [() => createServer().getConnections(undefined as never), 'callback'],
+    [() => { createServer().maxConnections = -1; }, 'maxConnections'],
+    [() => { createServer().maxConnections = '10' as never; }, 'maxConnections'],
+  ];
+  for (const [call, path] of cases) assertRefusedAs(call, path);
+  assert.deepEqual(normalizeListenArgs([null, '10.0.0.1']).options, { port: 0, host: '10.0.0.1', backlog: 511 });
+  assert.deepEqual(normalizeListenArgs([7471, 16]).options, { port: 7471, host: '0.0.0.0', backlog: 16 });
+  const server = createServer();
+  server.maxConnections = 3;
+  assert.equal(server.maxConnections, 3);
+  server.maxConnections = undefined;
+  assert.equal(server.maxConnections, undefined);
 });
