@@ -6,7 +6,7 @@ import { lookup } from 'node:dns/promises';
 import { once } from 'node:events';
 import { RdmaError } from '../../src/api/core/errors.js';
 import { connectFailure } from '../../src/net/errors.js';
-import { createServer } from '../../src/net/index.js';
+import { RdmaSocket, connect, createServer } from '../../src/net/index.js';
 import { hostRdmaDevices } from '../support/device.js';
 
 const devices = hostRdmaDevices();
@@ -42,4 +42,28 @@ test('without a device, listen() fails with an error event (ENODEV), as any list
   assert.equal(server.address(), null);
   const closeError = await new Promise<Error | undefined>((resolve) => server.close(resolve));
   assert.equal((closeError as Error & { code: string }).code, 'ERR_SERVER_NOT_RUNNING');
+});
+
+test('connect() returns a connecting socket (the attempt starts on the next tick, as node:net); writes and an end waiting for it are answered with its failure', { skip: skipNative }, async () => {
+  const socket = connect(7471, '127.0.0.1');
+  assert.equal(socket.connecting, true);
+  assert.equal(socket.readyState, 'opening');
+  const answers: (Error | null | undefined)[] = [];
+  socket.write('a', (error) => answers.push(error));
+  socket.end('b', (error?: Error | null) => answers.push(error));
+  // 'close' follows 'error' in the same tick (and events.once would reject on the 'error').
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  const [error] = (await once(socket, 'error')) as [Error & { code: string }];
+  assert.equal(error.code, 'ENODEV');
+  await closed;
+  assert.equal(answers.length, 2, 'the write and the end were answered');
+  for (const answer of answers) assert.equal((answer as Error & { code: string }).code, 'ENODEV');
+});
+
+test('a write to a socket that is neither connecting nor connected fails at once (ERR_SOCKET_CLOSED, as node:net), never waits', async () => {
+  const socket = new RdmaSocket();
+  const answered = new Promise<Error | null | undefined>((resolve) => socket.write('x', resolve));
+  const [error] = (await once(socket, 'error')) as [Error & { code: string }];
+  assert.equal(error.code, 'ERR_SOCKET_CLOSED');
+  assert.equal(await answered, error);
 });

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalizeConnectArgs, normalizeListenArgs } from '../../src/net/options.js';
-import { RdmaArgumentError, createServer } from '../../src/index.js';
+import { RdmaArgumentError, RdmaSocket, createServer } from '../../src/index.js';
 
 /** Asserts that `call` throws an RdmaArgumentError with an issue at `path` (or under it). */
 function assertRefusedAs(call: () => unknown, path: string): void {
@@ -84,4 +84,38 @@ test('junk in a positional or callback slot is refused by name, never ignored (n
   assert.equal(server.maxConnections, 3);
   server.maxConnections = undefined;
   assert.equal(server.maxConnections, undefined);
+});
+
+test('socket methods check their arguments before anything changes', () => {
+  const socket = new RdmaSocket();
+  class Lying extends Uint8Array {
+    override get length(): number {
+      return 1 << 30;
+    }
+  }
+  const resizable = new (ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer)(8, { maxByteLength: 16 });
+  const cases: [() => unknown, string][] = [
+    [() => socket.setTimeout(1, 5 as never), 'callback'],
+    [() => socket.setTimeout(-1), 'msecs'],
+    [() => socket.setKeepAlive(true, -1), 'initialDelay'],
+    // Node's Writable throws a bare RangeError for these, or reads memory the view does not cover.
+    [() => socket.write(new Lying(4)), 'chunk'],
+    [() => socket.write(new Proxy(Buffer.alloc(4), {})), 'chunk'],
+    [() => socket.end(new Lying(4)), 'chunk'],
+    [() => socket.write('x', 5 as never), 'encoding'],
+    [() => socket.write('x', 'utf8', 5 as never), 'callback'],
+    [() => socket.end('x', () => undefined, 5 as never), 'callback'],
+    [() => socket.mapForRemoteWrite(new Uint8Array(resizable)), 'buffer'],
+    [() => socket.mapForRemoteWrite(Buffer.alloc(8), { offset: -1 }), 'options.offset'],
+    [() => socket.writeToRemote(new Proxy(Buffer.alloc(4), {}), 0), 'data'],
+    [() => socket.writeToRemote(Buffer.alloc(4), 0.5), 'remoteOffset'],
+  ];
+  for (const [call, path] of cases) assertRefusedAs(call, path);
+  assert.equal(socket.timeout, 0, 'a refused setTimeout changed nothing');
+  assert.equal(socket.listenerCount('timeout'), 0);
+  // node:net's coercion: setNoDelay takes any value for its truth.
+  assert.equal(socket.setNoDelay('yes' as never).noDelay, true);
+  assert.equal(socket.setNoDelay(0 as never).noDelay, false);
+  assert.equal(socket.setNoDelay().noDelay, true);
+  socket.destroy();
 });
