@@ -99,7 +99,7 @@ const REFUSED: Record<string, string> = {
 /** Refuses the node:net options that do not apply, naming each. */
 function refuseUnsupported(operation: string, options: object): void {
   const issues = Object.keys(options)
-    .filter((key) => key in REFUSED && (options as Record<string, unknown>)[key] !== undefined)
+    .filter((key) => Object.hasOwn(REFUSED, key) && (options as Record<string, unknown>)[key] !== undefined)
     .map((key) => ({ path: `options.${key}`, rule: REFUSED[key]! }));
   if (issues.length > 0) throw new RdmaArgumentError(operation, issues);
 }

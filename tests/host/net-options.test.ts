@@ -57,6 +57,9 @@ test('bad and meaningless options are refused with the parameter named', () => {
   ];
   for (const [args, path] of cases) assertRefusedAs(() => normalizeConnectArgs(args), path);
   assert.throws(() => normalizeListenArgs([{ port: 1, exclusive: true }]), /cluster mode is not supported/);
+  // An Object.prototype name is an unknown key, not a refused node:net option (whose rule was then Object.prototype's function).
+  assert.throws(() => normalizeConnectArgs([{ port: 1, toString: 5 }]), (error: unknown) =>
+    error instanceof RdmaArgumentError && error.issues.length === 1 && error.issues[0]!.path === 'options' && typeof error.issues[0]!.rule === 'string');
   assert.throws(() => createServer({ rdma: { inlineSize: -1 } }), RdmaArgumentError);
 });
 
