@@ -30,7 +30,7 @@ export function parseArgument<S extends z.ZodType>(operation: string, parameter:
       return memo.output as z.output<S>;
     }
   }
-  const result = schema.safeParse(value);
+  const result = safeParse(operation, parameter, schema, value);
   if (!result.success) throw RdmaArgumentError.fromZod(operation, parameter, result.error);
   const memo = ParseMemo.of(value, result.data);
   if (memo !== undefined) {
@@ -38,6 +38,20 @@ export function parseArgument<S extends z.ZodType>(operation: string, parameter:
     else if (remembered.unshift(memo) > MEMOS_PER_SCHEMA) remembered.pop();
   }
   return result.data;
+}
+
+/**
+ * zod's safeParse, which can throw: a length check (a string's or an array's
+ * min/max) reads `length` of whatever it is given, even after the type check
+ * failed, and a Proxy of a typed array throws a bare TypeError there. Such a
+ * value is refused at the parameter, never thrown through.
+ */
+function safeParse<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.ZodSafeParseResult<z.output<S>> {
+  try {
+    return schema.safeParse(value);
+  } catch (error) {
+    throw argumentError(operation, parameter, `could not be read: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /** Each schema's latest memos, the newest first. */
