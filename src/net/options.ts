@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
-import { abortSignal, argumentError, type Holds, type InputIs } from '../api/core/validate.js';
+import { abortSignal, argumentError, parseArgument, type Holds, type InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -77,7 +77,8 @@ export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}))
 
 const port = z.number().int().min(0).max(65535, 'a port is 0–65535');
 const timeoutMs = z.number().int().min(0).max(2 ** 31 - 1);
-const host = z.string().min(1).max(255);
+// A refinement, not min/max: zod's length checks read the length of a non-string too (parseArgument catches what that throws, but names only 'options').
+const host = z.string().refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters');
 
 /** node:net options with no meaning over RDMA, and why. */
 const REFUSED: Record<string, string> = {
@@ -217,9 +218,7 @@ export type ResolvedListen = z.output<typeof listenSchema>;
 
 export function parseOptions<S extends z.ZodType>(operation: string, schema: S, options: unknown): z.output<S> {
   if (options !== null && typeof options === 'object') refuseUnsupported(operation, options);
-  const result = schema.safeParse(options);
-  if (!result.success) throw RdmaArgumentError.fromZod(operation, 'options', result.error);
-  return result.data;
+  return parseArgument(operation, 'options', schema, options);
 }
 
 type Callback = (...args: never[]) => void;
@@ -255,25 +254,28 @@ const portOf = (raw: string | number) => (typeof raw === 'string' && /^\d+$/.tes
 /** connect()'s overloads, node:net's way: (options[, cb]) or (port[, host][, cb]). */
 export function normalizeConnectArgs(args: readonly unknown[]): { options: ResolvedConnect; callback: Callback | undefined } {
   const { rest, callback } = splitCallback(args);
-  let raw: unknown = rest[0];
-  if (typeof raw === 'number' || typeof raw === 'string') {
-    raw = { port: portOf(raw), ...(rest[1] !== undefined ? { host: rest[1] } : {}) };
-    refuseExtra('connect', rest, 2, 'connectListener');
-  } else refuseExtra('connect', rest, 1, 'connectListener');
-  return { options: parseOptions('connect', connectSchema, raw), callback };
+  const first = rest[0];
+  // connect() and connect(undefined, host) are the positional overload without a port, refused at options.port.
+  const positional = typeof first === 'number' || typeof first === 'string' || first === undefined;
+  const raw = positional ? { port: first === undefined ? undefined : portOf(first), ...(rest[1] !== undefined ? { host: rest[1] } : {}) } : first;
+  const options = parseOptions('connect', connectSchema, raw);
+  refuseExtra('connect', rest, positional ? 2 : 1, 'connectListener');
+  return { options, callback };
 }
 
 /** listen()'s overloads: (options[, cb]), (port[, host][, backlog][, cb]), (port, backlog[, cb]), () with cb. */
 export function normalizeListenArgs(args: readonly unknown[]): { options: ResolvedListen; callback: Callback | undefined } {
   const { rest, callback } = splitCallback(args);
   const first = rest[0];
-  let raw: unknown = first;
-  if (typeof first === 'number' || typeof first === 'string' || first === null || first === undefined) {
-    const backlogSecond = typeof rest[1] === 'number';
-    const hostArg = backlogSecond ? undefined : rest[1];
-    const backlogArg = backlogSecond ? rest[1] : rest[2];
-    raw = { port: first == null ? 0 : portOf(first), ...(hostArg !== undefined ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) };
-    refuseExtra('listen', rest, backlogSecond ? 2 : 3, 'listeningListener');
-  } else refuseExtra('listen', rest, 1, 'listeningListener');
-  return { options: parseOptions('listen', listenSchema, raw), callback };
+  const positional = typeof first === 'number' || typeof first === 'string' || first === null || first === undefined;
+  // A number second is the backlog: node:net's listen(port, backlog).
+  const backlogSecond = positional && typeof rest[1] === 'number';
+  const hostArg = backlogSecond ? undefined : rest[1];
+  const backlogArg = backlogSecond ? rest[1] : rest[2];
+  const raw = positional
+    ? { port: first == null ? 0 : portOf(first), ...(hostArg !== undefined ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) }
+    : first;
+  const options = parseOptions('listen', listenSchema, raw);
+  refuseExtra('listen', rest, !positional ? 1 : backlogSecond ? 2 : 3, 'listeningListener');
+  return { options, callback };
 }

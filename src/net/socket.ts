@@ -12,7 +12,7 @@ import { isIP } from 'node:net';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { SocketAddress } from '../api/cm/socket-address.js';
 import {
-  abortSignal, argumentError, bytes, isHonestBytes, isResizable, parseArgument, registrableBytes, timeoutMs, type Holds, type InputIs,
+  abortSignal, argumentError, bytes, isHonestView, isResizable, parseArgument, registrableBytes, timeoutMs, type Holds, type InputIs,
 } from '../api/core/validate.js';
 import { abortError } from '../api/core/errors.js';
 import { ChannelHold } from './shared-channel.js';
@@ -41,28 +41,34 @@ type WriteCallback = (error?: Error | null) => void;
  * it is read); a view of a resizable buffer is copied, so a resize cannot
  * change what was written.
  */
-function heldBytes(view: Uint8Array): Uint8Array {
+function heldBytes(view: ArrayBufferView): Uint8Array {
   if (view.byteLength === 0) return EMPTY;
-  return isResizable(view.buffer) ? Buffer.from(view) : view;
+  const bytes = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  return isResizable(view.buffer) ? Buffer.from(bytes) : bytes;
 }
 
 /**
  * write()'s and end()'s (chunk, encoding, callback), checked where Node's
  * Writable is not: a byte chunk must not lie about its length (a Proxy, a
  * redefined length getter: Node throws a bare TypeError or RangeError, or
- * reads other memory), an encoding is a name, a callback a function. Strings
- * and other chunks are Node's to check (ERR_INVALID_ARG_TYPE, ERR_UNKNOWN_ENCODING).
+ * reads other memory), an encoding is a name Buffer knows (Node's end()
+ * ignores any when it has no chunk), a callback a function. Strings and other
+ * chunks are Node's to check (ERR_INVALID_ARG_TYPE, ERR_STREAM_NULL_VALUES).
  */
 function writeArguments(operation: string, chunk: unknown, encoding: unknown, callback: unknown): [unknown, BufferEncoding | undefined, WriteCallback | undefined] {
   if (typeof encoding === 'function') {
     if (callback !== undefined && callback !== null) throw argumentError(operation, 'callback', 'already given as the second argument');
     [encoding, callback] = [undefined, encoding];
   }
-  // Node's own http passes null for an absent encoding or callback.
-  if (encoding !== undefined && encoding !== null && typeof encoding !== 'string') throw argumentError(operation, 'encoding', 'expected an encoding name');
+  // Node's own http passes null for an absent encoding or callback; '' is Node's default too.
+  if (encoding !== undefined && encoding !== null && !(typeof encoding === 'string' && (encoding === '' || encoding === 'buffer' || Buffer.isEncoding(encoding)))) {
+    throw argumentError(operation, 'encoding', 'expected an encoding name (utf8, hex, base64, latin1, …)');
+  }
+  if (encoding === 'buffer' && typeof chunk === 'string') throw argumentError(operation, 'encoding', "'buffer' names no encoding of a string");
   const checkedCallback = optionalCallback<WriteCallback>(operation, 'callback', callback ?? undefined);
-  if (chunk instanceof Uint8Array) {
-    if (!isHonestBytes(chunk)) throw argumentError(operation, 'chunk', 'expected a Buffer or Uint8Array (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)');
+  // Node's Writable takes any typed array or DataView, as the bytes it views.
+  if (ArrayBuffer.isView(chunk) || chunk instanceof Uint8Array) {
+    if (!isHonestView(chunk)) throw argumentError(operation, 'chunk', 'expected a Buffer, typed array or DataView (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)');
     chunk = heldBytes(chunk);
   }
   return [chunk, (encoding ?? undefined) as BufferEncoding | undefined, checkedCallback];
@@ -365,6 +371,12 @@ export class RdmaSocket extends Duplex {
       [chunk, encoding] = [undefined, chunk as WriteCallback];
     }
     const [data, checkedEncoding, checkedCallback] = writeArguments('end', chunk, encoding, callback);
+    if (this.destroyed && !this.writableEnded && checkedCallback) {
+      // Node's Writable keeps an end callback after a plain destroy() for a 'finish' that never comes (node:net's sockets too):
+      // answered as Node answers it after destroy(error).
+      process.nextTick(() => checkedCallback(new RdmaNetCodeError('ERR_STREAM_DESTROYED', 'Cannot call end after a stream was destroyed')));
+      return super.end(data, checkedEncoding as BufferEncoding);
+    }
     return super.end(data, checkedEncoding as BufferEncoding, checkedCallback);
   }
 

@@ -67,3 +67,10 @@ test('a write to a socket that is neither connecting nor connected fails at once
   assert.equal(error.code, 'ERR_SOCKET_CLOSED');
   assert.equal(await answered, error);
 });
+
+test('end(cb) after destroy() is called back (ERR_STREAM_DESTROYED): Node\'s Writable, and node:net\'s sockets, never call it', async () => {
+  const socket = new RdmaSocket();
+  socket.destroy();
+  const error = await new Promise<Error | null | undefined>((resolve) => socket.end(resolve));
+  assert.equal((error as Error & { code: string }).code, 'ERR_STREAM_DESTROYED');
+});

@@ -66,6 +66,8 @@ test('bad and meaningless options are refused with the parameter named', () => {
 test('junk in a positional or callback slot is refused by name, never ignored (node:net ignores it, or calls it later and crashes)', () => {
   const cases: [() => unknown, string][] = [
     [() => normalizeConnectArgs([7471, 5]), 'options.host'],
+    [() => normalizeConnectArgs([undefined, '10.0.0.2']), 'options.port'],
+    [() => normalizeListenArgs([0, new Proxy(new Uint8Array(2), {})]), 'options.host'],
     [() => normalizeConnectArgs([7471, '10.0.0.2', 5]), 'connectListener'],
     [() => normalizeConnectArgs([{ port: 7471 }, 'x']), 'connectListener'],
     [() => normalizeListenArgs([7471, '10.0.0.1', 16, 5]), 'listeningListener'],
@@ -104,8 +106,13 @@ test('socket methods check their arguments before anything changes', () => {
     // Node's Writable throws a bare RangeError for these, or reads memory the view does not cover.
     [() => socket.write(new Lying(4)), 'chunk'],
     [() => socket.write(new Proxy(Buffer.alloc(4), {})), 'chunk'],
+    // Node's Writable takes any view: a DataView or Uint16Array that lies is refused too.
+    [() => socket.write(Object.defineProperty(new DataView(new ArrayBuffer(4)), 'byteLength', { get: () => 1 << 20 })), 'chunk'],
+    [() => socket.write(Object.defineProperty(new Uint16Array(2), 'buffer', { get: () => new ArrayBuffer(64) })), 'chunk'],
     [() => socket.end(new Lying(4)), 'chunk'],
     [() => socket.write('x', 5 as never), 'encoding'],
+    [() => socket.end(undefined, 'utf-9' as never), 'encoding'],
+    [() => socket.write('ab', 'buffer' as never), 'encoding'],
     [() => socket.write('x', 'utf8', 5 as never), 'callback'],
     [() => socket.end('x', () => undefined, 5 as never), 'callback'],
     [() => socket.mapForRemoteWrite(new Uint8Array(resizable)), 'buffer'],
