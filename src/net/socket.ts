@@ -627,9 +627,11 @@ export class RdmaSocket extends Duplex {
   /** `await using socket = …`: destroys it and waits for 'close'. */
   override async [Symbol.asyncDispose](): Promise<void> {
     if (this.closed) return;
-    const closed = new Promise<void>((resolve) => this.once('close', () => resolve()));
-    this.destroy();
-    await closed;
+    // One promise: whatever throws here (called on something not a socket) rejects what the caller awaits, never a promise nobody awaits.
+    await new Promise<void>((resolve) => {
+      this.once('close', () => resolve());
+      this.destroy();
+    });
   }
 }
 

@@ -74,3 +74,16 @@ test('end(cb) after destroy() is called back (ERR_STREAM_DESTROYED): Node\'s Wri
   const error = await new Promise<Error | null | undefined>((resolve) => socket.end(resolve));
   assert.equal((error as Error & { code: string }).code, 'ERR_STREAM_DESTROYED');
 });
+
+test('[Symbol.asyncDispose] called on something that is not a socket rejects what the caller awaits, leaving no promise unawaited', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    await assert.rejects((RdmaSocket.prototype[Symbol.asyncDispose] as (this: unknown) => Promise<void>).call({}), TypeError);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+  assert.deepEqual(unhandled, []);
+});
