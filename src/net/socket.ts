@@ -9,6 +9,7 @@ import process from 'node:process';
 import { Duplex } from 'node:stream';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { isUint8Array } from 'node:util/types';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { SocketAddress } from '../api/cm/socket-address.js';
 import {
@@ -43,7 +44,8 @@ type WriteCallback = (error?: Error | null) => void;
  */
 function heldBytes(view: ArrayBufferView): Uint8Array {
   if (view.byteLength === 0) return EMPTY;
-  const bytes = view instanceof Uint8Array ? view : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  // isUint8Array, not instanceof: a Uint16Array given Buffer.prototype passes instanceof, and indexes by element.
+  const bytes = isUint8Array(view) ? view : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
   return isResizable(view.buffer) ? Buffer.from(bytes) : bytes;
 }
 

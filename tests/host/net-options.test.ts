@@ -122,6 +122,13 @@ test('socket methods check their arguments before anything changes', () => {
   ];
   for (const [call, path] of cases) assertRefusedAs(call, path);
   assert.equal(socket.timeout, 0, 'a refused setTimeout changed nothing');
+  // A view of another kind given Buffer.prototype is written as the bytes it views, never indexed by its elements as a Buffer.
+  const masquerade = Object.setPrototypeOf(new Uint16Array([0x0201, 0x0403]), Buffer.prototype) as Uint8Array;
+  const stream = new RdmaSocket();
+  const written: Buffer[] = [];
+  Object.defineProperty(stream, '_write', { value: (chunk: Buffer, _encoding: string, callback: () => void) => void (written.push(chunk), callback()) });
+  stream.write(masquerade);
+  assert.deepEqual([...written[0]!], [1, 2, 3, 4]);
   assert.equal(socket.listenerCount('timeout'), 0);
   // node:net's coercion: setNoDelay takes any value for its truth.
   assert.equal(socket.setNoDelay('yes' as never).noDelay, true);
