@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
-import { abortSignal, type Holds, type InputIs } from '../api/core/validate.js';
+import { abortSignal, argumentError, parseArgument, type Holds, type InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -77,7 +77,8 @@ export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}))
 
 const port = z.number().int().min(0).max(65535, 'a port is 0–65535');
 const timeoutMs = z.number().int().min(0).max(2 ** 31 - 1);
-const host = z.string().min(1).max(255);
+// A refinement, not min/max: zod's length checks read the length of a non-string too (parseArgument catches what that throws, but names only 'options').
+const host = z.string().refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters');
 
 /** node:net options with no meaning over RDMA, and why. */
 const REFUSED: Record<string, string> = {
@@ -99,7 +100,7 @@ const REFUSED: Record<string, string> = {
 /** Refuses the node:net options that do not apply, naming each. */
 function refuseUnsupported(operation: string, options: object): void {
   const issues = Object.keys(options)
-    .filter((key) => key in REFUSED && (options as Record<string, unknown>)[key] !== undefined)
+    .filter((key) => Object.hasOwn(REFUSED, key) && (options as Record<string, unknown>)[key] !== undefined)
     .map((key) => ({ path: `options.${key}`, rule: REFUSED[key]! }));
   if (issues.length > 0) throw new RdmaArgumentError(operation, issues);
 }
@@ -217,35 +218,64 @@ export type ResolvedListen = z.output<typeof listenSchema>;
 
 export function parseOptions<S extends z.ZodType>(operation: string, schema: S, options: unknown): z.output<S> {
   if (options !== null && typeof options === 'object') refuseUnsupported(operation, options);
-  const result = schema.safeParse(options);
-  if (!result.success) throw RdmaArgumentError.fromZod(operation, 'options', result.error);
-  return result.data;
+  return parseArgument(operation, 'options', schema, options);
 }
 
 type Callback = (...args: never[]) => void;
 
-/** connect()'s overloads, node:net's way: (options[, cb]) or (port[, host][, cb]). */
-export function normalizeConnectArgs(args: readonly unknown[]): { options: ResolvedConnect; callback: Callback | undefined } {
-  const callback = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as Callback) : undefined;
-  const rest = callback ? args.slice(0, -1) : args;
-  let raw: unknown = rest[0];
-  if (typeof raw === 'number' || typeof raw === 'string') {
-    const portNumber = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
-    raw = { port: portNumber, ...(typeof rest[1] === 'string' ? { host: rest[1] } : {}) };
-  }
-  return { options: parseOptions('connect', connectSchema, raw), callback };
+/**
+ * A callback parameter: a function. Anything else is refused by name, where
+ * node:net would ignore it or fail later, outside the call.
+ */
+export function requiredCallback<T extends Callback>(operation: string, parameter: string, value: unknown): T {
+  if (typeof value === 'function') return value as T;
+  throw argumentError(operation, parameter, 'expected a function');
 }
 
-/** listen()'s overloads: (options[, cb]), (port[, host][, backlog][, cb]), () with cb. */
+/** A callback parameter that may be absent (undefined). */
+export function optionalCallback<T extends Callback>(operation: string, parameter: string, value: unknown): T | undefined {
+  return value === undefined ? undefined : requiredCallback<T>(operation, parameter, value);
+}
+
+/** An overload's positional arguments, and the callback taken off the end. */
+function splitCallback(args: readonly unknown[]): { rest: readonly unknown[]; callback: Callback | undefined } {
+  const last = args[args.length - 1];
+  return typeof last === 'function' ? { rest: args.slice(0, -1), callback: last as Callback } : { rest: args, callback: undefined };
+}
+
+/** Arguments past an overload's `taken` positions must be absent: junk there is refused, never ignored. */
+function refuseExtra(operation: string, rest: readonly unknown[], taken: number, callbackName: string): void {
+  if (rest.slice(taken).some((value) => value !== undefined)) throw argumentError(operation, callbackName, 'expected a function (the last argument)');
+}
+
+/** A port given as a string of digits, as node:net takes it. */
+const portOf = (raw: string | number) => (typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw);
+
+/** connect()'s overloads, node:net's way: (options[, cb]) or (port[, host][, cb]). */
+export function normalizeConnectArgs(args: readonly unknown[]): { options: ResolvedConnect; callback: Callback | undefined } {
+  const { rest, callback } = splitCallback(args);
+  const first = rest[0];
+  // connect() and connect(undefined, host) are the positional overload without a port, refused at options.port.
+  const positional = typeof first === 'number' || typeof first === 'string' || first === undefined;
+  const raw = positional ? { port: first === undefined ? undefined : portOf(first), ...(rest[1] !== undefined ? { host: rest[1] } : {}) } : first;
+  const options = parseOptions('connect', connectSchema, raw);
+  refuseExtra('connect', rest, positional ? 2 : 1, 'connectListener');
+  return { options, callback };
+}
+
+/** listen()'s overloads: (options[, cb]), (port[, host][, backlog][, cb]), (port, backlog[, cb]), () with cb. */
 export function normalizeListenArgs(args: readonly unknown[]): { options: ResolvedListen; callback: Callback | undefined } {
-  const callback = typeof args[args.length - 1] === 'function' ? (args[args.length - 1] as Callback) : undefined;
-  const rest = callback ? args.slice(0, -1) : args;
-  let raw: unknown = rest[0] ?? {};
-  if (typeof raw === 'number' || typeof raw === 'string' || raw === null) {
-    const portNumber = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw ?? 0;
-    const hostArg = typeof rest[1] === 'string' ? rest[1] : undefined;
-    const backlogArg = typeof rest[1] === 'number' ? rest[1] : typeof rest[2] === 'number' ? rest[2] : undefined;
-    raw = { port: portNumber, ...(hostArg ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) };
-  }
-  return { options: parseOptions('listen', listenSchema, raw), callback };
+  const { rest, callback } = splitCallback(args);
+  const first = rest[0];
+  const positional = typeof first === 'number' || typeof first === 'string' || first === null || first === undefined;
+  // A number second is the backlog: node:net's listen(port, backlog).
+  const backlogSecond = positional && typeof rest[1] === 'number';
+  const hostArg = backlogSecond ? undefined : rest[1];
+  const backlogArg = backlogSecond ? rest[1] : rest[2];
+  const raw = positional
+    ? { port: first == null ? 0 : portOf(first), ...(hostArg !== undefined ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) }
+    : first;
+  const options = parseOptions('listen', listenSchema, raw);
+  refuseExtra('listen', rest, !positional ? 1 : backlogSecond ? 2 : 3, 'listeningListener');
+  return { options, callback };
 }

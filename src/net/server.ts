@@ -13,9 +13,13 @@ import { RdmaSocket, attachAcceptedSocket, socketEvents } from './socket.js';
 import { StreamConnection } from './stream-connection.js';
 import { decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError } from './errors.js';
+import { z } from 'zod';
+import { argumentError, parseArgument } from '../api/core/validate.js';
 import {
-  normalizeListenArgs, parseOptions, serverSchema, type RdmaListenOptions, type RdmaServerOptions, type ResolvedListen, type ResolvedServer,
+  normalizeListenArgs, optionalCallback, parseOptions, requiredCallback, serverSchema, type RdmaListenOptions, type RdmaServerOptions, type ResolvedListen, type ResolvedServer,
 } from './options.js';
+
+const maxConnectionsSchema = z.number().int().min(0).max(0x7fffffff).optional();
 
 /** What a 'drop' event says: a connection refused (maxConnections reached, or not rsockets). */
 export interface DropInfo {
@@ -29,8 +33,7 @@ export interface DropInfo {
 }
 
 export class RdmaServer extends EventEmitter {
-  /** Connections beyond this are rejected (and 'drop' is emitted). */
-  maxConnections: number | undefined;
+  #maxConnections: number | undefined;
   readonly #options: ResolvedServer;
   #hold: ChannelHold | undefined;
   #listener: CmId | undefined;
@@ -41,9 +44,24 @@ export class RdmaServer extends EventEmitter {
 
   constructor(options?: RdmaServerOptions | ((socket: RdmaSocket) => void), connectionListener?: (socket: RdmaSocket) => void) {
     super();
-    const listener = typeof options === 'function' ? options : connectionListener;
-    this.#options = parseOptions('createServer', serverSchema, typeof options === 'function' || options === undefined ? {} : options);
+    const listenerOnly = typeof options === 'function';
+    // createServer(listener) takes nothing after it.
+    const listener = listenerOnly ? options : optionalCallback<(socket: RdmaSocket) => void>('createServer', 'connectionListener', connectionListener);
+    if (listenerOnly && connectionListener !== undefined) throw argumentError('createServer', 'connectionListener', 'already given as the first argument');
+    this.#options = parseOptions('createServer', serverSchema, listenerOnly || options === undefined ? {} : options);
     if (listener) this.on('connection', listener);
+  }
+
+  /**
+   * Connections beyond this are rejected (and 'drop' is emitted): an integer
+   * 0–2147483647, or undefined for no limit.
+   */
+  get maxConnections(): number | undefined {
+    return this.#maxConnections;
+  }
+
+  set maxConnections(limit: number | undefined) {
+    this.#maxConnections = parseArgument('set maxConnections', 'maxConnections', maxConnectionsSchema, limit);
   }
 
   /** Whether the server is listening. */
@@ -67,16 +85,18 @@ export class RdmaServer extends EventEmitter {
   }
 
   #listen(o: ResolvedListen): void {
-    const hold = (this.#hold = new ChannelHold());
-    hold.setKeepAlive(this.#keepProcessAlive);
+    let hold: ChannelHold | undefined;
     let listener: CmId | undefined;
     try {
+      // The shared channel is made here: without a device it fails, and that is an 'error' event as any listen failure, never a throw.
+      hold = this.#hold = new ChannelHold();
+      hold.setKeepAlive(this.#keepProcessAlive);
       listener = createId(hold.channel, { portSpace: 'TCP' });
       listener.bindAddr({ address: o.host, port: o.port });
       listener.listen(o.backlog);
     } catch (error) {
       listener?.close();
-      hold.release();
+      hold?.release();
       this.#hold = undefined;
       const code = (error as { code?: string }).code ?? 'EADDRNOTAVAIL';
       process.nextTick(() => this.emit('error', new RdmaNetError('listen', code, { address: o.host, port: o.port, cause: error })));
@@ -123,7 +143,7 @@ export class RdmaServer extends EventEmitter {
         ...(error ? { error } : {}),
       } satisfies DropInfo);
     };
-    if (this.maxConnections !== undefined && this.#connections.size >= this.maxConnections) return drop();
+    if (this.#maxConnections !== undefined && this.#connections.size >= this.#maxConnections) return drop();
     let peer: ConnData;
     try {
       // rsockets rejects a request whose data is not its own with no private data; so does this.
@@ -173,6 +193,7 @@ export class RdmaServer extends EventEmitter {
 
   /** node:net's getConnections(cb). */
   getConnections(callback: (error: Error | null, count: number) => void): this {
+    requiredCallback('getConnections', 'callback', callback);
     const count = this.#connections.size;
     process.nextTick(() => callback(null, count));
     return this;
@@ -183,6 +204,7 @@ export class RdmaServer extends EventEmitter {
    * node:net's). `callback` gets ERR_SERVER_NOT_RUNNING if it was not listening.
    */
   close(callback?: (error?: Error) => void): this {
+    optionalCallback('close', 'callback', callback);
     if (!this.#listener || this.#closing) {
       if (callback) process.nextTick(() => callback(new RdmaNetCodeError('ERR_SERVER_NOT_RUNNING', 'Server is not running.')));
       return this;

@@ -9,16 +9,19 @@ import process from 'node:process';
 import { Duplex } from 'node:stream';
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import { isUint8Array } from 'node:util/types';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { SocketAddress } from '../api/cm/socket-address.js';
-import { abortSignal, type Holds, type InputIs } from '../api/core/validate.js';
+import {
+  abortSignal, argumentError, bytes, isHonestView, isResizable, parseArgument, registrableBytes, timeoutMs, type Holds, type InputIs,
+} from '../api/core/validate.js';
 import { abortError } from '../api/core/errors.js';
 import { ChannelHold } from './shared-channel.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError, connectFailure } from './errors.js';
 import {
-  DEFAULT_SIZES, normalizeConnectArgs, parseOptions, sizesSchema, type RdmaConnectOptions, type RdmaSocketSizes, type ResolvedConnect, type ResolvedSizes,
+  DEFAULT_SIZES, normalizeConnectArgs, optionalCallback, parseOptions, sizesSchema, type RdmaConnectOptions, type RdmaSocketSizes, type ResolvedConnect, type ResolvedSizes,
 } from './options.js';
 import { z } from 'zod';
 
@@ -26,6 +29,52 @@ import { z } from 'zod';
 const READ_CHUNK = 64 * 1024;
 /** rsockets' (and TCP's) keepalive period when none is given: 7200 s. */
 const DEFAULT_KEEPALIVE_MS = 7_200_000;
+/** An offset in the peer's remote address space (rsockets' iomap offsets). */
+const iomapOffset = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const mapOptionsSchema = z.strictObject({ offset: iomapOffset.default(0) });
+const EMPTY = Buffer.alloc(0);
+
+type WriteCallback = (error?: Error | null) => void;
+
+/**
+ * Bytes the socket may hold until they are staged. A detached view, or one a
+ * shrunk resizable buffer left out of bounds, holds nothing (and throws where
+ * it is read); a view of a resizable buffer is copied, so a resize cannot
+ * change what was written.
+ */
+function heldBytes(view: ArrayBufferView): Uint8Array {
+  if (view.byteLength === 0) return EMPTY;
+  // isUint8Array, not instanceof: a Uint16Array given Buffer.prototype passes instanceof, and indexes by element.
+  const bytes = isUint8Array(view) ? view : new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  return isResizable(view.buffer) ? Buffer.from(bytes) : bytes;
+}
+
+/**
+ * write()'s and end()'s (chunk, encoding, callback), checked where Node's
+ * Writable is not: a byte chunk must not lie about its length (a Proxy, a
+ * redefined length getter: Node throws a bare TypeError or RangeError, or
+ * reads other memory), an encoding is a name Buffer knows (Node's end()
+ * ignores any when it has no chunk), a callback a function. Strings and other
+ * chunks are Node's to check (ERR_INVALID_ARG_TYPE, ERR_STREAM_NULL_VALUES).
+ */
+function writeArguments(operation: string, chunk: unknown, encoding: unknown, callback: unknown): [unknown, BufferEncoding | undefined, WriteCallback | undefined] {
+  if (typeof encoding === 'function') {
+    if (callback !== undefined && callback !== null) throw argumentError(operation, 'callback', 'already given as the second argument');
+    [encoding, callback] = [undefined, encoding];
+  }
+  // Node's own http passes null for an absent encoding or callback; '' is Node's default too.
+  if (encoding !== undefined && encoding !== null && !(typeof encoding === 'string' && (encoding === '' || encoding === 'buffer' || Buffer.isEncoding(encoding)))) {
+    throw argumentError(operation, 'encoding', 'expected an encoding name (utf8, hex, base64, latin1, …)');
+  }
+  if (encoding === 'buffer' && typeof chunk === 'string') throw argumentError(operation, 'encoding', "'buffer' names no encoding of a string");
+  const checkedCallback = optionalCallback<WriteCallback>(operation, 'callback', callback ?? undefined);
+  // Node's Writable takes any typed array or DataView, as the bytes it views.
+  if (ArrayBuffer.isView(chunk) || chunk instanceof Uint8Array) {
+    if (!isHonestView(chunk)) throw argumentError(operation, 'chunk', 'expected a Buffer, typed array or DataView (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)');
+    chunk = heldBytes(chunk);
+  }
+  return [chunk, (encoding ?? undefined) as BufferEncoding | undefined, checkedCallback];
+}
 
 /** What `new RdmaSocket()` takes. */
 export interface RdmaSocketOptions {
@@ -197,12 +246,14 @@ export class RdmaSocket extends Duplex {
     if (options.keepAlive) this.#keepaliveMs = options.keepAliveInitialDelay || DEFAULT_KEEPALIVE_MS;
     this.noDelay = options.noDelay;
     this.#connecting = true;
-    void this.#connect(options);
+    // As node:net: the attempt starts on the next tick, so the socket is connecting when connect() returns, never already failed.
+    process.nextTick(() => void this.#connect(options));
     return this;
   }
 
   async #connect(o: ResolvedConnect): Promise<void> {
     let address = o.host;
+    if (this.destroyed) return;
     try {
       if (isIP(address) === 0) address = (await lookup(o.host, { family: o.family })).address;
       if (this.destroyed) return;
@@ -309,13 +360,40 @@ export class RdmaSocket extends Duplex {
     }
   }
 
+  /** write(chunk[, encoding][, callback]), as a stream's, with its arguments checked (writeArguments). */
+  override write(chunk: unknown, encoding?: BufferEncoding | ((error?: Error | null) => void) | null, callback?: ((error?: Error | null) => void) | null): boolean {
+    const [data, checkedEncoding, checkedCallback] = writeArguments('write', chunk, encoding, callback);
+    return super.write(data, checkedEncoding as BufferEncoding, checkedCallback);
+  }
+
+  /** end([chunk][, encoding][, callback]), as a stream's, with its arguments checked (writeArguments). */
+  override end(chunk?: unknown, encoding?: BufferEncoding | ((error?: Error | null) => void) | null, callback?: ((error?: Error | null) => void) | null): this {
+    if (typeof chunk === 'function') {
+      if (encoding !== undefined || callback !== undefined) throw argumentError('end', 'callback', 'already given as the first argument');
+      [chunk, encoding] = [undefined, chunk as WriteCallback];
+    }
+    const [data, checkedEncoding, checkedCallback] = writeArguments('end', chunk, encoding, callback);
+    if (this.destroyed && !this.writableEnded && checkedCallback) {
+      // Node's Writable keeps an end callback after a plain destroy() for a 'finish' that never comes (node:net's sockets too):
+      // answered as Node answers it after destroy(error).
+      process.nextTick(() => checkedCallback(new RdmaNetCodeError('ERR_STREAM_DESTROYED', 'Cannot call end after a stream was destroyed')));
+      return super.end(data, checkedEncoding as BufferEncoding);
+    }
+    return super.end(data, checkedEncoding as BufferEncoding, checkedCallback);
+  }
+
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.#pendingWrite = { chunks: [chunk], index: 0, offset: 0, callback };
-    this.#continueWrite();
+    this.#queueWrite([chunk], callback);
   }
 
   override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
-    this.#pendingWrite = { chunks: chunks.map((c) => c.chunk), index: 0, offset: 0, callback };
+    this.#queueWrite(chunks.map((c) => c.chunk), callback);
+  }
+
+  #queueWrite(chunks: readonly Uint8Array[], callback: (error?: Error | null) => void): void {
+    // As node:net: a socket neither connecting nor connected has nowhere to write to (it would wait for ever).
+    if (!this.#conn && !this.#connecting) return callback(new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'write: the socket is not connected'));
+    this.#pendingWrite = { chunks, index: 0, offset: 0, callback };
     this.#continueWrite();
   }
 
@@ -355,7 +433,15 @@ export class RdmaSocket extends Duplex {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     clearTimeout(this.#idleTimer);
-    for (const pending of this.#pendingDirect.splice(0)) pending.reject(error ?? new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket was destroyed'));
+    const closed = error ?? new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket was destroyed');
+    for (const pending of this.#pendingDirect.splice(0)) pending.reject(closed);
+    // A write or an end still waiting for room or for the connection is answered now: nothing else would answer it.
+    const write = this.#pendingWrite;
+    const final = this.#pendingFinal;
+    this.#pendingWrite = undefined;
+    this.#pendingFinal = undefined;
+    write?.callback(closed);
+    final?.(closed);
     this.#connecting = false;
     const conn = this.#conn;
     const finish = () => {
@@ -398,8 +484,8 @@ export class RdmaSocket extends Duplex {
    */
   mapForRemoteWrite(buffer: Uint8Array, options: { offset?: number } = {}): RdmaMapping {
     const operation = 'mapForRemoteWrite';
-    parseOptions(operation, z.instanceof(Uint8Array), buffer);
-    const { offset } = parseOptions(operation, z.strictObject({ offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).default(0) }), options);
+    parseArgument(operation, 'buffer', registrableBytes, buffer);
+    const { offset } = parseArgument(operation, 'options', mapOptionsSchema, options);
     const conn = this.#connected(operation);
     const mapping = conn.map(buffer, offset);
     let mapped = true;
@@ -421,11 +507,12 @@ export class RdmaSocket extends Duplex {
    */
   writeToRemote(data: Uint8Array, remoteOffset: number): Promise<void> {
     const operation = 'writeToRemote';
-    parseOptions(operation, z.instanceof(Uint8Array), data);
-    parseOptions(operation, z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), remoteOffset);
+    parseArgument(operation, 'data', bytes, data);
+    parseArgument(operation, 'remoteOffset', iomapOffset, remoteOffset);
     this.#connected(operation);
+    const held = heldBytes(data);
     return new Promise((resolve, reject) => {
-      this.#pendingDirect.push({ data, offset: 0, remoteOffset, resolve, reject });
+      this.#pendingDirect.push({ data: held, offset: 0, remoteOffset, resolve, reject });
       if (this.#pendingDirect.length === 1) this.#continueDirect();
     });
   }
@@ -474,7 +561,8 @@ export class RdmaSocket extends Duplex {
 
   /** Emits 'timeout' after `ms` without reads or writes (0 turns it off); the socket stays open. */
   setTimeout(ms: number, callback?: () => void): this {
-    const timeout = parseOptions('setTimeout', z.number().int().min(0).max(2 ** 31 - 1), ms);
+    const timeout = parseArgument('setTimeout', 'msecs', timeoutMs, ms);
+    optionalCallback('setTimeout', 'callback', callback);
     this.#idleMs = timeout;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = undefined;
@@ -500,7 +588,8 @@ export class RdmaSocket extends Duplex {
 
   /** Kept for node:net compatibility: writes go out at once anyway (rsockets has no Nagle). */
   setNoDelay(noDelay = true): this {
-    this.noDelay = noDelay;
+    // node:net's coercion: any value, taken for its truth.
+    this.noDelay = Boolean(noDelay);
     return this;
   }
 
@@ -509,7 +598,7 @@ export class RdmaSocket extends Duplex {
    * as rsockets' SO_KEEPALIVE; a dead peer then fails the socket with ECONNRESET.
    */
   setKeepAlive(enable = false, initialDelay = 0): this {
-    const delay = parseOptions('setKeepAlive', z.number().int().min(0).max(2 ** 31 - 1), initialDelay);
+    const delay = parseArgument('setKeepAlive', 'initialDelay', timeoutMs, initialDelay);
     this.#keepaliveMs = enable ? delay || DEFAULT_KEEPALIVE_MS : undefined;
     if (this.#conn && !this.#connecting) this.#conn.setKeepalive(this.#keepaliveMs);
     return this;
@@ -540,9 +629,11 @@ export class RdmaSocket extends Duplex {
   /** `await using socket = …`: destroys it and waits for 'close'. */
   override async [Symbol.asyncDispose](): Promise<void> {
     if (this.closed) return;
-    const closed = new Promise<void>((resolve) => this.once('close', () => resolve()));
-    this.destroy();
-    await closed;
+    // One promise: whatever throws here (called on something not a socket) rejects what the caller awaits, never a promise nobody awaits.
+    await new Promise<void>((resolve) => {
+      this.once('close', () => resolve());
+      this.destroy();
+    });
   }
 }
 

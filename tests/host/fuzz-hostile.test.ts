@@ -20,7 +20,7 @@ import {
 } from '../../src/index.js';
 import { hostRdmaDevices } from '../support/device.js';
 import {
-  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, intrinsic, lyingBuffer, maybe, refused, refusedAs, show, type Verdict,
+  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, intrinsic, lyingBuffer, maybe, membersOf, refused, refusedAs, show, type Verdict,
 } from '../support/fuzz.js';
 
 const devices = hostRdmaDevices();
@@ -158,23 +158,7 @@ const CLASSES = {
  * reads the own `handle` instead of the private one and frees pointer 1: SIGSEGV.
  */
 const PROTECTED = new Set(['release', 'reparent', 'use', 'ensureOpen', 'handle', 'check', 'writeSge', 'kind']);
-interface Member { readonly type: string; readonly name: string; readonly invoke: (self: object, arg: unknown) => unknown }
-function membersOf(type: string, prototype: object): Member[] {
-  const members: Member[] = [];
-  for (let p: object | null = prototype; p && p !== Object.prototype; p = Object.getPrototypeOf(p) as object | null) {
-    for (const key of Reflect.ownKeys(p)) {
-      if (key === 'constructor' || PROTECTED.has(String(key)) || typeof key === 'symbol' && key !== Symbol.dispose && key !== Symbol.asyncIterator && key !== Symbol.iterator) continue;
-      const d = Object.getOwnPropertyDescriptor(p, key)!;
-      const name = `${type}.${String(key)}`;
-      if (members.some((m) => m.name === name || m.name === `get ${name}` || m.name === `set ${name}`)) continue;
-      if (typeof d.value === 'function') members.push({ type, name, invoke: (self, arg) => (d.value as (a: unknown) => unknown).call(self, arg) });
-      if (d.get) members.push({ type, name: `get ${name}`, invoke: (self) => d.get!.call(self) });
-      if (d.set) members.push({ type, name: `set ${name}`, invoke: (self, arg) => d.set!.call(self, arg) });
-    }
-  }
-  return members;
-}
-const MEMBERS = Object.entries(CLASSES).flatMap(([type, c]) => membersOf(type, c.prototype as object));
+const MEMBERS = Object.entries(CLASSES).flatMap(([type, c]) => membersOf(type, c.prototype as object, PROTECTED));
 
 test('methods, getters and setters called on a forged `this`: typed errors (or a settled promise), never a crash', async () => {
   const member = fc.constantFrom(...MEMBERS);

@@ -3,7 +3,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { normalizeConnectArgs, normalizeListenArgs } from '../../src/net/options.js';
-import { RdmaArgumentError, createServer } from '../../src/index.js';
+import { RdmaArgumentError, RdmaSocket, createServer } from '../../src/index.js';
+
+/** Asserts that `call` throws an RdmaArgumentError with an issue at `path` (or under it). */
+function assertRefusedAs(call: () => unknown, path: string): void {
+  assert.throws(call, (error: unknown) => {
+    assert.ok(error instanceof RdmaArgumentError, String(error));
+    assert.ok(error.issues.some((issue) => issue.path.startsWith(path)), `${JSON.stringify(error.issues)} names ${path}`);
+    return true;
+  });
+}
 
 test('connect() overloads: (port, host, cb), (port, cb), (options, cb)', () => {
   const cb = () => undefined;
@@ -46,13 +55,84 @@ test('bad and meaningless options are refused with the parameter named', () => {
     [[{ port: 1, family: 5 }], 'options.family'],
     [[{ port: 1, localAddress: 'not-an-ip' }], 'options.localAddress'],
   ];
-  for (const [args, path] of cases) {
-    assert.throws(() => normalizeConnectArgs(args), (error: unknown) => {
-      assert.ok(error instanceof RdmaArgumentError, String(error));
-      assert.ok(error.issues.some((issue) => issue.path.startsWith(path)), `${JSON.stringify(error.issues)} names ${path}`);
-      return true;
-    });
-  }
+  for (const [args, path] of cases) assertRefusedAs(() => normalizeConnectArgs(args), path);
   assert.throws(() => normalizeListenArgs([{ port: 1, exclusive: true }]), /cluster mode is not supported/);
+  // An Object.prototype name is an unknown key, not a refused node:net option (whose rule was then Object.prototype's function).
+  assert.throws(() => normalizeConnectArgs([{ port: 1, toString: 5 }]), (error: unknown) =>
+    error instanceof RdmaArgumentError && error.issues.length === 1 && error.issues[0]!.path === 'options' && typeof error.issues[0]!.rule === 'string');
   assert.throws(() => createServer({ rdma: { inlineSize: -1 } }), RdmaArgumentError);
+});
+
+test('junk in a positional or callback slot is refused by name, never ignored (node:net ignores it, or calls it later and crashes)', () => {
+  const cases: [() => unknown, string][] = [
+    [() => normalizeConnectArgs([7471, 5]), 'options.host'],
+    [() => normalizeConnectArgs([undefined, '10.0.0.2']), 'options.port'],
+    [() => normalizeListenArgs([0, new Proxy(new Uint8Array(2), {})]), 'options.host'],
+    [() => normalizeConnectArgs([7471, '10.0.0.2', 5]), 'connectListener'],
+    [() => normalizeConnectArgs([{ port: 7471 }, 'x']), 'connectListener'],
+    [() => normalizeListenArgs([7471, '10.0.0.1', 16, 5]), 'listeningListener'],
+    [() => normalizeListenArgs([7471, 16, 'x']), 'listeningListener'],
+    [() => normalizeListenArgs([7471, '10.0.0.1', 'x']), 'options.backlog'],
+    [() => normalizeListenArgs([7471, {}]), 'options.host'],
+    [() => createServer({}, 5 as never), 'connectionListener'],
+    [() => createServer(() => undefined, (() => undefined) as never), 'connectionListener'],
+    [() => createServer().close(5 as never), 'callback'],
+    [() => createServer().getConnections(undefined as never), 'callback'],
+    [() => { createServer().maxConnections = -1; }, 'maxConnections'],
+    [() => { createServer().maxConnections = '10' as never; }, 'maxConnections'],
+  ];
+  for (const [call, path] of cases) assertRefusedAs(call, path);
+  assert.deepEqual(normalizeListenArgs([null, '10.0.0.1']).options, { port: 0, host: '10.0.0.1', backlog: 511 });
+  assert.deepEqual(normalizeListenArgs([7471, 16]).options, { port: 7471, host: '0.0.0.0', backlog: 16 });
+  const server = createServer();
+  server.maxConnections = 3;
+  assert.equal(server.maxConnections, 3);
+  server.maxConnections = undefined;
+  assert.equal(server.maxConnections, undefined);
+});
+
+test('socket methods check their arguments before anything changes', () => {
+  const socket = new RdmaSocket();
+  class Lying extends Uint8Array {
+    override get length(): number {
+      return 1 << 30;
+    }
+  }
+  const resizable = new (ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer)(8, { maxByteLength: 16 });
+  const cases: [() => unknown, string][] = [
+    [() => socket.setTimeout(1, 5 as never), 'callback'],
+    [() => socket.setTimeout(-1), 'msecs'],
+    [() => socket.setKeepAlive(true, -1), 'initialDelay'],
+    // Node's Writable throws a bare RangeError for these, or reads memory the view does not cover.
+    [() => socket.write(new Lying(4)), 'chunk'],
+    [() => socket.write(new Proxy(Buffer.alloc(4), {})), 'chunk'],
+    // Node's Writable takes any view: a DataView or Uint16Array that lies is refused too.
+    [() => socket.write(Object.defineProperty(new DataView(new ArrayBuffer(4)), 'byteLength', { get: () => 1 << 20 })), 'chunk'],
+    [() => socket.write(Object.defineProperty(new Uint16Array(2), 'buffer', { get: () => new ArrayBuffer(64) })), 'chunk'],
+    [() => socket.end(new Lying(4)), 'chunk'],
+    [() => socket.write('x', 5 as never), 'encoding'],
+    [() => socket.end(undefined, 'utf-9' as never), 'encoding'],
+    [() => socket.write('ab', 'buffer' as never), 'encoding'],
+    [() => socket.write('x', 'utf8', 5 as never), 'callback'],
+    [() => socket.end('x', () => undefined, 5 as never), 'callback'],
+    [() => socket.mapForRemoteWrite(new Uint8Array(resizable)), 'buffer'],
+    [() => socket.mapForRemoteWrite(Buffer.alloc(8), { offset: -1 }), 'options.offset'],
+    [() => socket.writeToRemote(new Proxy(Buffer.alloc(4), {}), 0), 'data'],
+    [() => socket.writeToRemote(Buffer.alloc(4), 0.5), 'remoteOffset'],
+  ];
+  for (const [call, path] of cases) assertRefusedAs(call, path);
+  assert.equal(socket.timeout, 0, 'a refused setTimeout changed nothing');
+  // A view of another kind given Buffer.prototype is written as the bytes it views, never indexed by its elements as a Buffer.
+  const masquerade = Object.setPrototypeOf(new Uint16Array([0x0201, 0x0403]), Buffer.prototype) as Uint8Array;
+  const stream = new RdmaSocket();
+  const written: Buffer[] = [];
+  Object.defineProperty(stream, '_write', { value: (chunk: Buffer, _encoding: string, callback: () => void) => void (written.push(chunk), callback()) });
+  stream.write(masquerade);
+  assert.deepEqual([...written[0]!], [1, 2, 3, 4]);
+  assert.equal(socket.listenerCount('timeout'), 0);
+  // node:net's coercion: setNoDelay takes any value for its truth.
+  assert.equal(socket.setNoDelay('yes' as never).noDelay, true);
+  assert.equal(socket.setNoDelay(0 as never).noDelay, false);
+  assert.equal(socket.setNoDelay().noDelay, true);
+  socket.destroy();
 });

@@ -288,6 +288,13 @@ test('wait options accept a non-negative integer timeout and an AbortSignal', ()
 const memoSchema = () => z.strictObject({ count: z.number().int().min(1).default(1), name: z.string().default('x') });
 const refused = (name: string, call: () => unknown, path: string, rule: RegExp) => assertArgumentError({ name, call, operation: 'op', path, rule });
 
+test('a value zod trips over (a Proxy of a typed array: a length check reads its length, whose getter throws for a Proxy) is refused at its parameter, never thrown through', () => {
+  const proxy = new Proxy(new Uint8Array(2), {});
+  assert.throws(() => parseArgument('op', 'host', z.string().min(1), proxy), (error: unknown) =>
+    error instanceof RdmaArgumentError && error.issues.length === 1 && error.issues[0]!.path === 'host' && /could not be read/.test(error.issues[0]!.rule));
+  assert.throws(() => getAddrInfo(proxy as never, '7471'), RdmaArgumentError);
+});
+
 test('parse memo: an equal flat input gets the same frozen output', () => {
   const schema = memoSchema();
   const first = parseArgument('op', 'options', schema, { count: 2 });

@@ -1,13 +1,17 @@
 // The bookkeeping and the arbitraries shared by the fuzzing files (host and device).
 // Contract (issue 32): every call returns, or throws one of the API's typed errors
-// (RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError, AbortError),
-// never another exception, a crash or a hang. A ledger counts each call's outcome
+// (RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError, AbortError;
+// for rdmacm/net also its node:net-shaped errors and, where the ledger is told so,
+// Node's own coded errors), never another exception, a crash or a hang. A ledger counts each call's outcome
 // per function; untyped exceptions and accepted junk fail the property unless the
 // function is in the file's KNOWN_* tables (src/ bugs found and reported).
+import { isDataView } from 'node:util/types';
 import fc from 'fast-check';
-import { AbortError, RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError } from '../../src/index.js';
+import {
+  AbortError, RdmaArgumentError, RdmaError, RdmaNetCodeError, RdmaNetError, RdmaProtocolError, ResourceClosedError, UnsupportedError,
+} from '../../src/index.js';
 
-export type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'aborted' | 'untyped';
+export type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'aborted' | 'net' | 'node' | 'untyped';
 /** What a check says of a returned value: right, wrong, or a result for input that should have been refused. */
 export type Verdict = boolean | 'accepted-junk';
 
@@ -24,6 +28,15 @@ export interface KnownBugs {
   readonly untyped: Record<string, string>;
   /** Functions that return a result for input they should refuse: what was seen. */
   readonly accepted: Record<string, string>;
+}
+
+export interface LedgerOptions {
+  /**
+   * Counts Node's own coded errors as typed: where the code under test is a
+   * stream.Duplex or an EventEmitter, Node's checks (ERR_INVALID_ARG_TYPE,
+   * ERR_STREAM_WRITE_AFTER_END, …) answer as they do for node:net.
+   */
+  readonly nodeErrors?: boolean;
 }
 
 /** Closes whatever a call returned that owns native resources (only where a device exists). */
@@ -45,10 +58,23 @@ export function show(value: unknown): string {
   }
 }
 
+/**
+ * Node's own errors carry a string code: its ERR_* (ERR_INVALID_ARG_TYPE,
+ * ERR_STREAM_DESTROYED), ABORT_ERR, and a system error's errno name with its
+ * syscall (a resolver's ENOTFOUND, syscall getaddrinfo, which node:net passes
+ * on as it is). A bare TypeError or RangeError has none.
+ */
+function isNodeCoded(error: unknown): boolean {
+  const { code, syscall } = error instanceof Error ? (error as { code?: unknown; syscall?: unknown }) : {};
+  if (typeof code !== 'string') return false;
+  return /^(ERR_[A-Z0-9_]+|ABORT_ERR)$/.test(code) || (/^E[A-Z0-9_]+$/.test(code) && typeof syscall === 'string');
+}
+
 /** Classifies one thrown value; ok is false for a typed error whose shape is wrong. */
-function classify(error: unknown): { outcome: Outcome; ok: boolean } {
+function classify(error: unknown, nodeErrors: boolean): { outcome: Outcome; ok: boolean } {
   if (error instanceof RdmaArgumentError) {
-    return { outcome: 'argument', ok: error.code === 'ERR_RDMACM_ARGUMENT' && error.issues.length > 0 && error.message.startsWith(`${error.operation}: `) };
+    const shaped = error.issues.length > 0 && error.issues.every((i) => typeof i.path === 'string' && typeof i.rule === 'string');
+    return { outcome: 'argument', ok: error.code === 'ERR_RDMACM_ARGUMENT' && shaped && error.message.startsWith(`${error.operation}: `) };
   }
   if (error instanceof UnsupportedError) return { outcome: 'unsupported', ok: true };
   if (error instanceof RdmaError) {
@@ -56,19 +82,26 @@ function classify(error: unknown): { outcome: Outcome; ok: boolean } {
   }
   if (error instanceof ResourceClosedError) return { outcome: 'closed', ok: error.code === 'ERR_RDMACM_CLOSED' };
   if (error instanceof AbortError) return { outcome: 'aborted', ok: error.code === 'ABORT_ERR' };
+  if (error instanceof RdmaNetError || error instanceof RdmaNetCodeError || error instanceof RdmaProtocolError) {
+    return { outcome: 'net', ok: typeof error.code === 'string' && error.code !== '' };
+  }
+  if (nodeErrors && isNodeCoded(error)) return { outcome: 'node', ok: true };
   return { outcome: 'untyped', ok: false };
 }
 
 export class FuzzLedger {
   readonly tallies = new Map<string, Tally>();
   totalCalls = 0;
-  constructor(readonly known: KnownBugs) {}
+  readonly #nodeErrors: boolean;
+  constructor(readonly known: KnownBugs, options: LedgerOptions = {}) {
+    this.#nodeErrors = options.nodeErrors ?? false;
+  }
 
   tally(name: string): Tally {
     let t = this.tallies.get(name);
     if (!t) {
       t = {
-        calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, aborted: 0, untyped: 0 },
+        calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, aborted: 0, net: 0, node: 0, untyped: 0 },
         acceptedExamples: [], untypedExamples: new Map(), slowestMs: 0,
       };
       this.tallies.set(name, t);
@@ -77,7 +110,7 @@ export class FuzzLedger {
   }
 
   #thrown(name: string, t: Tally, error: unknown, input?: () => string): { outcome: Outcome; ok: boolean } {
-    const c = classify(error);
+    const c = classify(error, this.#nodeErrors);
     if (c.outcome === 'untyped') {
       const text = describeError(error);
       const kind = text.split(':')[0]!;
@@ -157,11 +190,11 @@ export class FuzzLedger {
   report(label: string, elapsedS: number, seed: number): string[] {
     const lines = [`${label}: ${this.totalCalls} calls in ${elapsedS.toFixed(1)} s (seed ${seed}), ${this.sum('returned')} returned, `
       + `${this.sum('argument')} argument errors, ${this.sum('native')} native errors, ${this.sum('closed')} closed, `
-      + `${this.sum('unsupported')} unsupported, ${this.sum('aborted')} aborted, ${this.sum('untyped')} untyped and ${this.sum('accepted')} junk accepted (known src bugs)`];
+      + `${this.sum('unsupported')} unsupported, ${this.sum('aborted')} aborted, ${this.sum('net')} net, ${this.sum('node')} node, ${this.sum('untyped')} untyped and ${this.sum('accepted')} junk accepted (known src bugs)`];
     for (const [name, t] of this.tallies) {
       const o = t.outcomes;
       lines.push(`${label}:   ${name}: ${t.calls} calls, ${o.returned} returned, ${o.argument} argument, ${o.native} native, ${o.closed} closed, `
-        + `${o.aborted} aborted, ${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
+        + `${o.aborted} aborted, ${o.net} net, ${o.node} node, ${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
       for (const example of t.acceptedExamples) lines.push(`${label}:     junk accepted (known bug): ${example}`);
       for (const example of t.untypedExamples.values()) lines.push(`${label}:     untyped (known bug): ${example}`);
     }
@@ -307,6 +340,16 @@ export const lyingBuffer: fc.Arbitrary<unknown> = fc.oneof(
   fc.integer({ min: 1, max: 256 }).map((n) => new Uint8Array(new (SharedArrayBuffer as unknown as Resizable)(n, { maxByteLength: n * 2 }))),
 );
 
+/** Test-side: a real view (a typed array or a DataView, not a Proxy) with its kind's intrinsic length getters. */
+export function isTruthfulView(value: unknown): value is ArrayBufferView {
+  if (!ArrayBuffer.isView(value)) return false;
+  const own = isDataView(value) ? DataView.prototype : typedArrayPrototype;
+  for (let o: object | null = value; o !== own; o = Object.getPrototypeOf(o) as object | null) {
+    if (o === null || ['length', 'byteLength', 'byteOffset', 'buffer'].some((key) => Object.hasOwn(o!, key))) return false;
+  }
+  return true;
+}
+
 /**
  * Test-side: a view whose length getters are the intrinsic ones (so what it says
  * is what it holds), and its bytes read through them.
@@ -314,10 +357,7 @@ export const lyingBuffer: fc.Arbitrary<unknown> = fc.oneof(
 export const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
 export const intrinsic = (key: string, view: unknown): unknown => Reflect.apply(Object.getOwnPropertyDescriptor(typedArrayPrototype, key)!.get!, view, []);
 export function honestCopy(value: unknown): Uint8Array | undefined {
-  if (!ArrayBuffer.isView(value) || !(value instanceof Uint8Array)) return undefined;
-  for (let o: object | null = value; o !== typedArrayPrototype; o = Object.getPrototypeOf(o) as object | null) {
-    if (o === null || ['length', 'byteLength', 'byteOffset', 'buffer'].some((key) => Object.hasOwn(o!, key))) return undefined;
-  }
+  if (!(value instanceof Uint8Array) || !isTruthfulView(value)) return undefined;
   // A detached view reads as empty (its intrinsic length is 0); slice would throw.
   return intrinsic('byteLength', value) === 0 ? new Uint8Array(0) : Uint8Array.prototype.slice.call(value);
 }
@@ -352,7 +392,39 @@ export function badEnum(valid: readonly string[]): fc.Arbitrary<unknown> {
 /** Any of the classes at once: a value for a parameter that is none of them. */
 export const hostile = (forgeries: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> => fc.oneof(forgeries, lyingBuffer, hostileNumber, junk);
 
-/** Thrown by refusedAs for a refusal that names the wrong parameter (or is not an argument error): untyped, so the ledger fails it. */
+/** A method, getter or setter of a class, to call on any `this`. */
+export interface Member {
+  readonly type: string;
+  readonly name: string;
+  readonly invoke: (self: object, arg: unknown) => unknown;
+}
+
+/** The symbols a class's public members are named by. */
+const PUBLIC_SYMBOLS: readonly symbol[] = [Symbol.dispose, Symbol.asyncDispose, Symbol.iterator, Symbol.asyncIterator];
+
+/**
+ * Every method, getter and setter on `prototype` and the prototypes above it
+ * up to `stop` (not included): not the constructor, nor the names in `skip`,
+ * nor symbols other than the dispose and iterator ones. For calling them on a
+ * forged `this`.
+ */
+export function membersOf(type: string, prototype: object, skip: ReadonlySet<string>, stop: object = Object.prototype): Member[] {
+  const members: Member[] = [];
+  for (let p: object | null = prototype; p && p !== stop; p = Object.getPrototypeOf(p) as object | null) {
+    for (const key of Reflect.ownKeys(p)) {
+      if (key === 'constructor' || skip.has(String(key)) || (typeof key === 'symbol' && !PUBLIC_SYMBOLS.includes(key))) continue;
+      const d = Object.getOwnPropertyDescriptor(p, key)!;
+      const name = `${type}.${String(key)}`;
+      if (members.some((m) => m.name === name || m.name === `get ${name}` || m.name === `set ${name}`)) continue;
+      if (typeof d.value === 'function') members.push({ type, name, invoke: (self, arg) => (d.value as (a: unknown) => unknown).call(self, arg) });
+      if (d.get) members.push({ type, name: `get ${name}`, invoke: (self) => d.get!.call(self) });
+      if (d.set) members.push({ type, name: `set ${name}`, invoke: (self, arg) => d.set!.call(self, arg) });
+    }
+  }
+  return members;
+}
+
+/** Thrown by refusedAs and mustAccept for a wrong answer (a refusal naming the wrong parameter, or one of valid input): untyped, so the ledger fails it. */
 class WrongRefusal extends Error {}
 
 /** Runs fn; an exception must be an RdmaArgumentError naming `parameter` (a path starting with it). */
@@ -363,6 +435,17 @@ export function refusedAs<T>(parameter: string, fn: () => T): () => T {
     } catch (error) {
       if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
       throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    }
+  };
+}
+
+/** Runs fn, for input that is valid: any exception is the failure (untyped, so the ledger fails it), never a typed refusal. */
+export function mustAccept<T>(fn: () => T): () => T {
+  return () => {
+    try {
+      return fn();
+    } catch (error) {
+      throw new WrongRefusal(`valid input refused: ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
     }
   };
 }

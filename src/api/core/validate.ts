@@ -1,5 +1,6 @@
 // Argument checking at the API boundary: zod schemas in, RdmaArgumentError out.
 // Called when an operation is prepared, never inside post/poll loops.
+import { isDataView } from 'node:util/types';
 import { z } from 'zod';
 import { RdmaArgumentError } from './errors.js';
 import { Resource } from './resource.js';
@@ -30,7 +31,7 @@ export function parseArgument<S extends z.ZodType>(operation: string, parameter:
       return memo.output as z.output<S>;
     }
   }
-  const result = schema.safeParse(value);
+  const result = safeParse(operation, parameter, schema, value);
   if (!result.success) throw RdmaArgumentError.fromZod(operation, parameter, result.error);
   const memo = ParseMemo.of(value, result.data);
   if (memo !== undefined) {
@@ -38,6 +39,20 @@ export function parseArgument<S extends z.ZodType>(operation: string, parameter:
     else if (remembered.unshift(memo) > MEMOS_PER_SCHEMA) remembered.pop();
   }
   return result.data;
+}
+
+/**
+ * zod's safeParse, which can throw: a length check (a string's or an array's
+ * min/max) reads `length` of whatever it is given, even after the type check
+ * failed, and a Proxy of a typed array throws a bare TypeError there. Such a
+ * value is refused at the parameter, never thrown through.
+ */
+function safeParse<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.ZodSafeParseResult<z.output<S>> {
+  try {
+    return schema.safeParse(value);
+  } catch (error) {
+    throw argumentError(operation, parameter, `could not be read: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /** Each schema's latest memos, the newest first. */
@@ -164,22 +179,29 @@ export const ipAddress = z.union([z.ipv4(), z.ipv6()], { error: 'expected an IPv
 export const cString = z.string().min(1).refine((s) => !s.includes('\0'), 'must not contain a NUL character');
 
 const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object;
-/** What native code trusts a view for; the intrinsic getters on %TypedArray%.prototype. */
+/** What native code trusts a view for; the intrinsic getters on %TypedArray%.prototype (DataView.prototype has all but length). */
 const VIEW_GETTERS = ['length', 'byteLength', 'byteOffset', 'buffer'];
 
 /**
- * A real Uint8Array (not a Proxy, which ArrayBuffer.isView refuses) whose
- * length, byteLength, byteOffset and buffer are the intrinsic getters: a
- * subclass or an own property that redefines one could report more memory
- * than the view has, and native code would read or register past its end.
+ * A real ArrayBuffer view, a typed array or a DataView (not a Proxy, which
+ * ArrayBuffer.isView refuses), whose length, byteLength, byteOffset and buffer
+ * are the intrinsic getters of its kind: a subclass or an own property that
+ * redefines one could report more memory than the view has, and native code
+ * would read or register past its end (Node's streams read other memory).
  */
-export function isHonestBytes(value: unknown): value is Uint8Array {
-  if (!(value instanceof Uint8Array) || !ArrayBuffer.isView(value)) return false;
-  for (let o: object | null = value; o !== typedArrayPrototype; o = Object.getPrototypeOf(o) as object | null) {
+export function isHonestView(value: unknown): value is ArrayBufferView {
+  if (!ArrayBuffer.isView(value)) return false;
+  const intrinsic = isDataView(value) ? DataView.prototype : typedArrayPrototype;
+  for (let o: object | null = value; o !== intrinsic; o = Object.getPrototypeOf(o) as object | null) {
     if (o === null) return false;
     for (const key of VIEW_GETTERS) if (Object.hasOwn(o, key)) return false;
   }
   return true;
+}
+
+/** A real Uint8Array with honest length getters (isHonestView). */
+export function isHonestBytes(value: unknown): value is Uint8Array {
+  return value instanceof Uint8Array && isHonestView(value);
 }
 
 /** A Buffer or any Uint8Array (zod's instanceof would narrow it to an ArrayBuffer-backed one), with honest length getters. */
