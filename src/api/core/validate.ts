@@ -1,5 +1,6 @@
 // Argument checking at the API boundary: zod schemas in, RdmaArgumentError out.
 // Called when an operation is prepared, never inside post/poll loops.
+import { Buffer } from 'node:buffer';
 import { isDataView } from 'node:util/types';
 import { z } from 'zod';
 import { RdmaArgumentError } from './errors.js';
@@ -194,10 +195,20 @@ export function isHonestView(value: unknown): value is ArrayBufferView {
   const intrinsic = isDataView(value) ? DataView.prototype : typedArrayPrototype;
   for (let o: object | null = value; o !== intrinsic; o = Object.getPrototypeOf(o) as object | null) {
     if (o === null) return false;
+    // Node's and the language's own prototypes are taken as they are: a program
+    // that redefines Buffer.prototype's getters has broken every Buffer already.
+    // Stopping here keeps a write's check to the view's own keys.
+    if (o !== value && BUILT_IN_VIEW_PROTOTYPES.has(o)) return true;
     for (const key of VIEW_GETTERS) if (Object.hasOwn(o, key)) return false;
   }
   return true;
 }
+
+/** The prototypes of Buffer, each typed array and DataView, whose chains to the intrinsic getters are the language's. */
+const BUILT_IN_VIEW_PROTOTYPES: ReadonlySet<object> = new Set<object>([
+  Buffer.prototype, Uint8Array.prototype, Uint8ClampedArray.prototype, Int8Array.prototype, Uint16Array.prototype, Int16Array.prototype,
+  Uint32Array.prototype, Int32Array.prototype, Float32Array.prototype, Float64Array.prototype, BigInt64Array.prototype, BigUint64Array.prototype,
+]);
 
 /** A real Uint8Array with honest length getters (isHonestView). */
 export function isHonestBytes(value: unknown): value is Uint8Array {
