@@ -32,6 +32,9 @@ const rstreamArgs = (plan: (typeof PLANS)[number]) => ['-S', String(plan.size), 
 /** How long a run may go without ending before it reports where it stood (the tests' timeout is 180 s). */
 const STALL_MS = 120_000;
 
+/** How long the tool may take to exit once the socket closed. */
+const TOOL_EXIT_MS = 90_000;
+
 /** How long the exchange may go on after the tool exited (its last write may still be unread here). */
 const TOOL_EXIT_GRACE_MS = 5_000;
 
@@ -121,7 +124,13 @@ async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
     socket.end();
     if (!socket.closed) await within(new Promise((resolve) => socket.once('close', resolve)), 20_000, () => `after end(), no 'close'; seen: ${seen.join(' | ')}`);
     progress.phase = `closed: awaiting ${peer.tool}'s exit`;
-    checkRstream(await within(tool.finished, 30_000, `${peer.tool} did not exit after the socket closed`));
+    // Before the bound, rstream exited about 1 s after the close; once (a CI run, 1 MiB bandwidth) it took over 30 s.
+    const exited = await within(tool.finished, TOOL_EXIT_MS, `${peer.tool} did not exit after the socket closed`).catch(async (error: unknown) => {
+      tool.kill();
+      const ended = await tool.finished;
+      throw new Error(`${String(error)}; it printed: ${ended.stdout} ${ended.stderr}; seen: ${seen.join(' | ')}`);
+    });
+    checkRstream(exited);
   } finally {
     tool.kill();
   }
