@@ -33,7 +33,7 @@ const rstreamArgs = (plan: (typeof PLANS)[number]) => ['-S', String(plan.size), 
 const STALL_MS = 120_000;
 
 /** How long the tool may take to exit once the socket closed. */
-const TOOL_EXIT_MS = 90_000;
+const TOOL_EXIT_MS = 150_000;
 
 /** How long the exchange may go on after the tool exited (its last write may still be unread here). */
 const TOOL_EXIT_GRACE_MS = 5_000;
