@@ -8,7 +8,7 @@ import { parseArgument } from '../core/validate.js';
 
 const enabledSchema = z.boolean();
 
-/** Whether prepared requests and completion queues made from now on use bound calls. */
+/** Whether requests prepared, and completion queues first polled, from now on use bound calls. */
 export interface BoundCallStatus {
   /** Asked for: `setBoundCalls(true)`, or `RDMACM_BOUND_CALLS=1` in the environment when setBoundCalls was not called. */
   readonly enabled: boolean;
@@ -30,8 +30,8 @@ export function boundCallStatus(): BoundCallStatus {
 }
 
 /**
- * Turns bound calls on or off for prepared requests and completion queues made
- * from now on (those made before keep their kind); wins over
+ * Turns bound calls on or off for requests prepared, and completion queues
+ * first polled, from now on (the others keep their kind); wins over
  * `RDMACM_BOUND_CALLS`. Where they cannot work, calls stay plain and the status
  * says why: no error, since the plain calls do the same thing a little slower.
  */
