@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
-import { abortSignal, argumentError, parseArgument, type Holds, type InputIs } from '../api/core/validate.js';
+import { abortSignal, argumentError, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -76,7 +76,6 @@ export type ResolvedSizes = z.output<typeof sizesSchema>;
 export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}));
 
 const port = z.number().int().min(0).max(65535, 'a port is 0–65535');
-const timeoutMs = z.number().int().min(0).max(2 ** 31 - 1);
 // A refinement, not min/max: zod's length checks read the length of a non-string too (parseArgument catches what that throws, but names only 'options').
 const host = z.string().refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters');
 

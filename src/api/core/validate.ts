@@ -204,7 +204,7 @@ export function isHonestView(value: unknown): value is ArrayBufferView {
   return true;
 }
 
-/** The prototypes of Buffer, each typed array and DataView, whose chains to the intrinsic getters are the language's. */
+/** The prototypes of Buffer and of each typed array, whose chains to the intrinsic getters are the language's (a DataView's chain ends at DataView.prototype itself). */
 const BUILT_IN_VIEW_PROTOTYPES: ReadonlySet<object> = new Set<object>([
   Buffer.prototype, Uint8Array.prototype, Uint8ClampedArray.prototype, Int8Array.prototype, Uint16Array.prototype, Int16Array.prototype,
   Uint32Array.prototype, Int32Array.prototype, Float32Array.prototype, Float64Array.prototype, BigInt64Array.prototype, BigUint64Array.prototype,
