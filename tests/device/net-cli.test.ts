@@ -70,7 +70,6 @@ function withFolder(run: (folder: string) => Promise<void>): () => Promise<void>
 /** rstream -T v's bytes: a side's byte i is i mod 256 (its 16-byte sync first). */
 const pattern = (length: number) => Buffer.from(Array.from({ length }, (_, i) => i & 0xff));
 
-
 test('nc -l ↔ nc: a file each way arrives intact (sha256), and both exit 0', { timeout: 240_000 }, withFolder(async (folder) => {
   const up = randomBytes(1 << 20);
   const down = randomBytes(200_000);

@@ -13,7 +13,6 @@ import { collectGarbage } from '../support/gc.js';
 const PAIRS = 500;
 const SIZES = { recvBufferSize: 16384, sendBufferSize: 16384, sendQueueDepth: 16, recvQueueDepth: 16 };
 
-
 test(`${PAIRS * 2} idle sockets in one process: all connect and echo, idle they cost no CPU, all close`, { timeout: 600_000 }, async () => {
   const serverSockets: RdmaSocket[] = [];
   const server = createServer({ rdma: SIZES }, (socket) => {
