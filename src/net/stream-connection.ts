@@ -737,6 +737,15 @@ export class StreamConnection implements CompletionListener {
     while (this.onCompletions() > 0);
     if (this.#failed) return;
     if (this.#peerEnd === 'disconnect' || this.#localEnd === 'disconnect') return this.#settleEnd();
+    if (this.#localEnd === 'shutdown') {
+      // An rsocket closing while our SHUTDOWN arrives takes it as the end of
+      // both directions and stops waiting for its own DISCONNECT, which the
+      // queue pair's shutdown may then drop (rsocket.c, rshutdown and
+      // rs_conn_all_sends_done): after our SHUTDOWN, its disconnect is its end.
+      this.#peerEnded('disconnect');
+      this.#events.onReadable();
+      return;
+    }
     this.#fail(lostPeer());
   }
 

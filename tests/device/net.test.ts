@@ -112,6 +112,40 @@ test('half-close: end() sends shutdown, the peer sees end and may go on writing'
   }
 });
 
+test('a peer gone without DISCONNECT: its end after this side\'s SHUTDOWN (as an rsocket closing then), a reset before', { timeout: 60_000 }, async () => {
+  // rsockets' rshutdown stops waiting for its own DISCONNECT once it reads the
+  // peer's SHUTDOWN, and its queue pair's shutdown may drop it: resetAndDestroy()
+  // (no DISCONNECT, then the connection manager's disconnect) plays that peer.
+  const server = createServer({ allowHalfOpen: true });
+  server.on('connection', (socket) => {
+    socket.on('error', () => undefined);
+    socket.once('data', () => socket.resetAndDestroy());
+    socket.once('end', () => socket.resetAndDestroy());
+    socket.resume();
+  });
+  server.listen(0, deviceAddress());
+  await once(server, 'listening');
+  const outcome = async (last: 'end' | 'write') => {
+    const client = connect(server.address()!.port, deviceAddress());
+    await once(client, 'connect');
+    const seen: string[] = [];
+    client.on('end', () => seen.push('end'));
+    client.on('error', (error: Error & { code?: string }) => seen.push(`error ${error.code}`));
+    client.resume();
+    const closed = new Promise((resolve) => client.once('close', resolve)); // once() would reject at 'error'
+    if (last === 'end') client.end();
+    else client.write('x');
+    await closed;
+    return seen;
+  };
+  try {
+    assert.deepEqual(await outcome('end'), ['end']);
+    assert.deepEqual(await outcome('write'), ['error ECONNRESET']);
+  } finally {
+    await closeServer(server);
+  }
+});
+
 test('connecting where nothing listens fails with ECONNREFUSED, the librdmacm cause attached', { timeout: 60_000 }, async () => {
   const client = connect(freshPort(), deviceAddress());
   // 'error' and 'close' come in one tick: listen for both first.
@@ -236,9 +270,10 @@ test('a hostile peer cannot write into another connection\'s memory with its add
     const b = await rawConnect();
     while (sockets.length < 2) await once(server, 'connection');
     const ringB = { address: b.peer.dataBuf.address, rkey: b.peer.dataBuf.key };
-    // B's own, legitimate message: 200 known bytes at the start of its ring.
-    b.memory.buffer.fill(0x5a, 0, 200);
-    b.qp.postSend(b.memory, { opcode: 'RDMA_WRITE', offset: 0, length: 200, immediate: 200, remote: ringB });
+    // B's own, legitimate message: 200 known bytes at the start of its ring,
+    // sent from past B's target SGL (the server writes its buffer updates there).
+    b.memory.buffer.fill(0x5a, 1024, 1224);
+    b.qp.postSend(b.memory, { opcode: 'RDMA_WRITE', offset: 1024, length: 200, immediate: 200, remote: ringB });
     assert.equal((await b.qp.nextSendCompletion()).status, 'SUCCESS');
     // A writes into B's ring with B's address and key, through A's own queue pair.
     a.memory.buffer.fill(0xee, 0, 16);
