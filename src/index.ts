@@ -48,7 +48,7 @@ export {
 } from './api/core/enums.js';
 export {
   RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, AbortError,
-  type ArgumentIssue, type MissingPiece, type Requirement,
+  type ArgumentIssue, type ArgumentErrorCode, type MissingPiece, type Requirement,
 } from './api/core/errors.js';
 
 // Sockets over RDMA (also as 'rdmacm/net').

@@ -75,7 +75,11 @@ export type ResolvedSizes = z.output<typeof sizesSchema>;
 /** rsockets' sizes, resolved once. */
 export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}));
 
-const port = z.number().int().min(0).max(65535, 'a port is 0–65535');
+/** node:net's rule and code for a port: any value but an integer 0–65535 is ERR_SOCKET_BAD_PORT. */
+const port = z.custom<number>((value) => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 65535, {
+  message: 'a port is an integer 0–65535',
+  params: { code: 'ERR_SOCKET_BAD_PORT' },
+});
 // A refinement, not min/max: zod's length checks read the length of a non-string too (parseArgument catches what that throws, but names only 'options').
 const host = z.string().refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters');
 
@@ -100,7 +104,7 @@ const REFUSED: Record<string, string> = {
 function refuseUnsupported(operation: string, options: object): void {
   const issues = Object.keys(options)
     .filter((key) => Object.hasOwn(REFUSED, key) && (options as Record<string, unknown>)[key] !== undefined)
-    .map((key) => ({ path: `options.${key}`, rule: REFUSED[key]! }));
+    .map((key) => ({ path: `options.${key}`, rule: REFUSED[key]!, code: 'ERR_INVALID_ARG_VALUE' as const }));
   if (issues.length > 0) throw new RdmaArgumentError(operation, issues);
 }
 
@@ -228,7 +232,7 @@ type Callback = (...args: never[]) => void;
  */
 export function requiredCallback<T extends Callback>(operation: string, parameter: string, value: unknown): T {
   if (typeof value === 'function') return value as T;
-  throw argumentError(operation, parameter, 'expected a function');
+  throw argumentError(operation, parameter, 'expected a function', 'ERR_INVALID_ARG_TYPE');
 }
 
 /** A callback parameter that may be absent (undefined). */
@@ -244,7 +248,7 @@ function splitCallback(args: readonly unknown[]): { rest: readonly unknown[]; ca
 
 /** Arguments past an overload's `taken` positions must be absent: junk there is refused, never ignored. */
 function refuseExtra(operation: string, rest: readonly unknown[], taken: number, callbackName: string): void {
-  if (rest.slice(taken).some((value) => value !== undefined)) throw argumentError(operation, callbackName, 'expected a function (the last argument)');
+  if (rest.slice(taken).some((value) => value !== undefined)) throw argumentError(operation, callbackName, 'expected a function (the last argument)', 'ERR_INVALID_ARG_TYPE');
 }
 
 /** A port given as a string of digits, as node:net takes it. */

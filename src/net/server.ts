@@ -47,7 +47,7 @@ export class RdmaServer extends EventEmitter {
     const listenerOnly = typeof options === 'function';
     // createServer(listener) takes nothing after it.
     const listener = listenerOnly ? options : optionalCallback<(socket: RdmaSocket) => void>('createServer', 'connectionListener', connectionListener);
-    if (listenerOnly && connectionListener !== undefined) throw argumentError('createServer', 'connectionListener', 'already given as the first argument');
+    if (listenerOnly && connectionListener !== undefined) throw argumentError('createServer', 'connectionListener', 'already given as the first argument', 'ERR_INVALID_ARG_VALUE');
     this.#options = parseOptions('createServer', serverSchema, listenerOnly || options === undefined ? {} : options);
     if (listener) this.on('connection', listener);
   }

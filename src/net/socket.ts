@@ -59,18 +59,18 @@ function heldBytes(view: ArrayBufferView): Uint8Array {
  */
 function writeArguments(operation: string, chunk: unknown, encoding: unknown, callback: unknown): [unknown, BufferEncoding | undefined, WriteCallback | undefined] {
   if (typeof encoding === 'function') {
-    if (callback !== undefined && callback !== null) throw argumentError(operation, 'callback', 'already given as the second argument');
+    if (callback !== undefined && callback !== null) throw argumentError(operation, 'callback', 'already given as the second argument', 'ERR_INVALID_ARG_VALUE');
     [encoding, callback] = [undefined, encoding];
   }
   // Node's own http passes null for an absent encoding or callback; '' is Node's default too.
   if (encoding !== undefined && encoding !== null && !(typeof encoding === 'string' && (encoding === '' || encoding === 'buffer' || Buffer.isEncoding(encoding)))) {
-    throw argumentError(operation, 'encoding', 'expected an encoding name (utf8, hex, base64, latin1, …)');
+    throw argumentError(operation, 'encoding', 'expected an encoding name (utf8, hex, base64, latin1, …)', 'ERR_UNKNOWN_ENCODING');
   }
-  if (encoding === 'buffer' && typeof chunk === 'string') throw argumentError(operation, 'encoding', "'buffer' names no encoding of a string");
+  if (encoding === 'buffer' && typeof chunk === 'string') throw argumentError(operation, 'encoding', "'buffer' names no encoding of a string", 'ERR_INVALID_ARG_VALUE');
   const checkedCallback = optionalCallback<WriteCallback>(operation, 'callback', callback ?? undefined);
   // Node's Writable takes any typed array or DataView, as the bytes it views.
   if (ArrayBuffer.isView(chunk) || chunk instanceof Uint8Array) {
-    if (!isHonestView(chunk)) throw argumentError(operation, 'chunk', 'expected a Buffer, typed array or DataView (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)');
+    if (!isHonestView(chunk)) throw argumentError(operation, 'chunk', 'expected a Buffer, typed array or DataView (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)', 'ERR_INVALID_ARG_TYPE');
     chunk = heldBytes(chunk);
   }
   return [chunk, (encoding ?? undefined) as BufferEncoding | undefined, checkedCallback];
@@ -369,7 +369,7 @@ export class RdmaSocket extends Duplex {
   /** end([chunk][, encoding][, callback]), as a stream's, with its arguments checked (writeArguments). */
   override end(chunk?: unknown, encoding?: BufferEncoding | ((error?: Error | null) => void) | null, callback?: ((error?: Error | null) => void) | null): this {
     if (typeof chunk === 'function') {
-      if (encoding !== undefined || callback !== undefined) throw argumentError('end', 'callback', 'already given as the first argument');
+      if (encoding !== undefined || callback !== undefined) throw argumentError('end', 'callback', 'already given as the first argument', 'ERR_INVALID_ARG_VALUE');
       [chunk, encoding] = [undefined, chunk as WriteCallback];
     }
     const [data, checkedEncoding, checkedCallback] = writeArguments('end', chunk, encoding, callback);

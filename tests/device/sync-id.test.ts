@@ -10,7 +10,7 @@ import { deviceAddress, freshPort } from '../support/device.js';
 async function refused(promise: Promise<unknown>, operation: string, path: string): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
     assert.ok(error instanceof RdmaArgumentError, `expected RdmaArgumentError, got ${String(error)}`);
-    assert.equal(error.code, 'ERR_RDMACM_ARGUMENT');
+    assert.equal(error.code, 'ERR_INVALID_ARG_VALUE');
     assert.equal(error.operation, operation);
     assert.equal(error.issues[0]?.path, path);
     assert.match(error.message, /synchronous id/);

@@ -116,7 +116,7 @@ test('bound calls are opt-in: off by default, on with RDMACM_BOUND_CALLS=1, and 
 test('setBoundCalls() takes a boolean only, and refuses anything else before changing anything', () => {
   for (const junk of ['yes', 1, undefined, null, {}]) {
     assert.throws(() => setBoundCallsChecked(junk as never), (error: unknown) =>
-      error instanceof RdmaArgumentError && error.code === 'ERR_RDMACM_ARGUMENT' && error.issues[0]?.path === 'enabled' && /boolean/.test(error.message));
+      error instanceof RdmaArgumentError && error.code === 'ERR_INVALID_ARG_TYPE' && error.issues[0]?.path === 'enabled' && /boolean/.test(error.message));
   }
 });
 

@@ -121,7 +121,7 @@ test('hostile numbers for every count, size, offset, port and field: refused, ne
       ['connParamSchema(field)', () => {
         const r = connParamSchema.safeParse({ [key]: v });
         if (r.success) return r;
-        throw new RdmaArgumentError('connParamSchema', r.error.issues.map((i) => ({ path: i.path.join('.'), rule: i.message })));
+        throw RdmaArgumentError.fromZod('connParamSchema', 'param', r.error);
       }] as const),
     n.map((v) => ['createEndpoint(target.port)', () => createEndpoint({ host: '127.0.0.1', port: v as never })] as const),
     fc.tuple(n, fc.constantFrom('sendWr', 'recvWr', 'sendSge', 'recvSge', 'inlineData')).map(([v, key]) =>

@@ -6,10 +6,12 @@ import { normalizeConnectArgs, normalizeListenArgs } from '../../src/net/options
 import { RdmaArgumentError, RdmaSocket, createServer } from '../../src/index.js';
 
 /** Asserts that `call` throws an RdmaArgumentError with an issue at `path` (or under it). */
-function assertRefusedAs(call: () => unknown, path: string): void {
+/** The call throws RdmaArgumentError naming `path`, with node:net's `code` for it where one is given. */
+function assertRefusedAs(call: () => unknown, path: string, code?: string): void {
   assert.throws(call, (error: unknown) => {
     assert.ok(error instanceof RdmaArgumentError, String(error));
     assert.ok(error.issues.some((issue) => issue.path.startsWith(path)), `${JSON.stringify(error.issues)} names ${path}`);
+    if (code !== undefined) assert.equal(error.code, code, `${path}: ${error.message}`);
     return true;
   });
 }
@@ -39,23 +41,25 @@ test('listen() overloads: (port, host, backlog, cb), (port, cb), (options), ()',
 });
 
 test('bad and meaningless options are refused with the parameter named', () => {
-  const cases: [unknown[], string][] = [
-    [[{ port: 70000, host: 'a' }], 'options.port'],
-    [[{ port: -1 }], 'options.port'],
-    [[{ port: 1.5 }], 'options.port'],
-    [[{ port: '7471x' }], 'options.port'],
-    [[{ port: 1, path: '/tmp/socket' }], 'options.path'],
-    [[{ port: 1, fd: 3 }], 'options.fd'],
-    [[{ port: 1, lookup: () => undefined }], 'options.lookup'],
-    [[{ port: 1, rdma: { recvBufferSize: 1000 } }], 'options.rdma.recvBufferSize'],
-    [[{ port: 1, rdma: { sendQueueDepth: 8 } }], 'options.rdma.sendQueueDepth'],
-    [[{ port: 1, rdma: { bogus: 1 } }], 'options.rdma'],
-    [[{ port: 1, rdma: { completionMode: 'spin' } }], 'options.rdma.completionMode'],
-    [[{ port: 1, rdma: { spinBudgetUs: -1 } }], 'options.rdma.spinBudgetUs'],
-    [[{ port: 1, family: 5 }], 'options.family'],
-    [[{ port: 1, localAddress: 'not-an-ip' }], 'options.localAddress'],
+  const cases: [unknown[], string, string][] = [
+    [[{ port: 70000, host: 'a' }], 'options.port', 'ERR_SOCKET_BAD_PORT'],
+    [[{ port: -1 }], 'options.port', 'ERR_SOCKET_BAD_PORT'],
+    [[{ port: 1.5 }], 'options.port', 'ERR_SOCKET_BAD_PORT'],
+    [[{ port: '7471x' }], 'options.port', 'ERR_SOCKET_BAD_PORT'],
+    [[{ port: 1, path: '/tmp/socket' }], 'options.path', 'ERR_INVALID_ARG_VALUE'],
+    [[{ port: 1, fd: 3 }], 'options.fd', 'ERR_INVALID_ARG_VALUE'],
+    [[{ port: 1, lookup: () => undefined }], 'options.lookup', 'ERR_INVALID_ARG_VALUE'],
+    [[{ port: 1, rdma: { recvBufferSize: 1000 } }], 'options.rdma.recvBufferSize', 'ERR_OUT_OF_RANGE'],
+    [[{ port: 1, rdma: { recvBufferSize: 5000 } }], 'options.rdma.recvBufferSize', 'ERR_INVALID_ARG_VALUE'],
+    [[{ port: 1, rdma: { sendQueueDepth: 8 } }], 'options.rdma.sendQueueDepth', 'ERR_OUT_OF_RANGE'],
+    [[{ port: 1, rdma: { bogus: 1 } }], 'options.rdma', 'ERR_INVALID_ARG_VALUE'],
+    [[{ port: 1, rdma: { completionMode: 'spin' } }], 'options.rdma.completionMode', 'ERR_INVALID_ARG_VALUE'],
+    [[{ port: 1, rdma: { spinBudgetUs: -1 } }], 'options.rdma.spinBudgetUs', 'ERR_OUT_OF_RANGE'],
+    [[{ port: 1, rdma: { spinBudgetUs: '5' } }], 'options.rdma.spinBudgetUs', 'ERR_INVALID_ARG_TYPE'],
+    [[{ port: 1, family: 5 }], 'options.family', 'ERR_INVALID_ARG_VALUE'],
+    [[{ port: 1, localAddress: 'not-an-ip' }], 'options.localAddress', 'ERR_INVALID_ARG_VALUE'],
   ];
-  for (const [args, path] of cases) assertRefusedAs(() => normalizeConnectArgs(args), path);
+  for (const [args, path, code] of cases) assertRefusedAs(() => normalizeConnectArgs(args), path, code);
   assert.throws(() => normalizeListenArgs([{ port: 1, exclusive: true }]), /cluster mode is not supported/);
   // An Object.prototype name is an unknown key, not a refused node:net option (whose rule was then Object.prototype's function).
   assert.throws(() => normalizeConnectArgs([{ port: 1, toString: 5 }]), (error: unknown) =>
@@ -99,28 +103,28 @@ test('socket methods check their arguments before anything changes', () => {
     }
   }
   const resizable = new (ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer)(8, { maxByteLength: 16 });
-  const cases: [() => unknown, string][] = [
-    [() => socket.setTimeout(1, 5 as never), 'callback'],
-    [() => socket.setTimeout(-1), 'msecs'],
+  const cases: [() => unknown, string, string?][] = [
+    [() => socket.setTimeout(1, 5 as never), 'callback', 'ERR_INVALID_ARG_TYPE'],
+    [() => socket.setTimeout(-1), 'msecs', 'ERR_OUT_OF_RANGE'],
     [() => socket.setKeepAlive(true, -1), 'initialDelay'],
     // Node's Writable throws a bare RangeError for these, or reads memory the view does not cover.
-    [() => socket.write(new Lying(4)), 'chunk'],
+    [() => socket.write(new Lying(4)), 'chunk', 'ERR_INVALID_ARG_TYPE'],
     [() => socket.write(new Proxy(Buffer.alloc(4), {})), 'chunk'],
     // Node's Writable takes any view: a DataView or Uint16Array that lies is refused too.
     [() => socket.write(Object.defineProperty(new DataView(new ArrayBuffer(4)), 'byteLength', { get: () => 1 << 20 })), 'chunk'],
     [() => socket.write(Object.defineProperty(new Uint16Array(2), 'buffer', { get: () => new ArrayBuffer(64) })), 'chunk'],
     [() => socket.end(new Lying(4)), 'chunk'],
-    [() => socket.write('x', 5 as never), 'encoding'],
-    [() => socket.end(undefined, 'utf-9' as never), 'encoding'],
+    [() => socket.write('x', 5 as never), 'encoding', 'ERR_UNKNOWN_ENCODING'],
+    [() => socket.end(undefined, 'utf-9' as never), 'encoding', 'ERR_UNKNOWN_ENCODING'],
     [() => socket.write('ab', 'buffer' as never), 'encoding'],
     [() => socket.write('x', 'utf8', 5 as never), 'callback'],
     [() => socket.end('x', () => undefined, 5 as never), 'callback'],
     [() => socket.mapForRemoteWrite(new Uint8Array(resizable)), 'buffer'],
     [() => socket.mapForRemoteWrite(Buffer.alloc(8), { offset: -1 }), 'options.offset'],
     [() => socket.writeToRemote(new Proxy(Buffer.alloc(4), {}), 0), 'data'],
-    [() => socket.writeToRemote(Buffer.alloc(4), 0.5), 'remoteOffset'],
+    [() => socket.writeToRemote(Buffer.alloc(4), 0.5), 'remoteOffset', 'ERR_OUT_OF_RANGE'],
   ];
-  for (const [call, path] of cases) assertRefusedAs(call, path);
+  for (const [call, path, code] of cases) assertRefusedAs(call, path, code);
   assert.equal(socket.timeout, 0, 'a refused setTimeout changed nothing');
   // A view of another kind given Buffer.prototype is written as the bytes it views, never indexed by its elements as a Buffer.
   const masquerade = Object.setPrototypeOf(new Uint16Array([0x0201, 0x0403]), Buffer.prototype) as Uint8Array;

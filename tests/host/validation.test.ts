@@ -53,7 +53,8 @@ function assertArgumentError(row: BadRow): void {
   assert.ok(thrown !== undefined, `${row.name}: the call was accepted`);
   assert.ok(!(thrown instanceof RdmaError), `${row.name}: the bad argument reached native code: ${String(thrown)}`);
   assert.ok(thrown instanceof RdmaArgumentError, `${row.name}: expected RdmaArgumentError, got ${String(thrown)}`);
-  assert.equal(thrown.code, 'ERR_RDMACM_ARGUMENT');
+  assert.equal(thrown.code, thrown.issues[0]!.code, 'the error carries its first issue\'s code');
+  assert.match(thrown.code, /^ERR_(INVALID_ARG_TYPE|INVALID_ARG_VALUE|OUT_OF_RANGE)$/);
   assert.equal(thrown.operation, row.operation);
   assert.ok(thrown.issues.length >= 1);
   const issue = thrown.issues[0]!;
@@ -63,6 +64,34 @@ function assertArgumentError(row: BadRow): void {
   assert.ok(thrown.message.includes(`${row.path}: ${issue.rule}`), thrown.message);
   assert.match(thrown.message, row.rule);
 }
+
+test("argument errors carry Node's codes: the wrong type, a number out of range, a value the call cannot take", () => {
+  const cases: [string, () => unknown, string][] = [
+    ['a string for a channel', () => createId('channel' as never), 'ERR_INVALID_ARG_TYPE'],
+    ['a plain object for a ProtectionDomain', () => createEndpoint(TARGET, { pd: {} as never }), 'ERR_INVALID_ARG_TYPE'],
+    ['a number for a host name', () => getAddrInfo(127 as never, '7471'), 'ERR_INVALID_ARG_TYPE'],
+    ['a boolean for a port', () => createEndpoint({ host: 'x', port: true as never }), 'ERR_INVALID_ARG_TYPE'],
+    ['null options', () => createId(null, null as never), 'ERR_INVALID_ARG_TYPE'],
+    ['port 70000', () => createEndpoint({ host: 'x', port: 70000 }), 'ERR_OUT_OF_RANGE'],
+    ['port -1', () => createEndpoint({ host: 'x', port: -1 }), 'ERR_OUT_OF_RANGE'],
+    ['a fraction', () => createEndpoint(TARGET, { qp: { recvWr: 1.5 } }), 'ERR_OUT_OF_RANGE'],
+    ['NaN', () => parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: Number.NaN }), 'ERR_OUT_OF_RANGE'],
+    ['Infinity', () => parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: Infinity }), 'ERR_OUT_OF_RANGE'],
+    ['an empty host name', () => getAddrInfo('', '7471'), 'ERR_INVALID_ARG_VALUE'],
+    ['an unknown enum name', () => createId(null, { portSpace: 'SCTP' as never }), 'ERR_INVALID_ARG_VALUE'],
+    ['an unknown option', () => createId(null, { bogus: 1 } as never), 'ERR_INVALID_ARG_VALUE'],
+    ['a NUL in a name', () => getAddrInfo('127.0.0.1\0evil', '7471'), 'ERR_INVALID_ARG_VALUE'],
+    ['node and service both null', () => getAddrInfo(null, null), 'ERR_INVALID_ARG_VALUE'],
+  ];
+  for (const [name, call, code] of cases) {
+    assert.throws(call, (error: unknown) => {
+      assert.ok(error instanceof RdmaArgumentError, `${name}: ${String(error)}`);
+      assert.equal(error.code, code, `${name}: ${error.message}`);
+      assert.equal(error.issues[0]!.code, code);
+      return true;
+    });
+  }
+});
 
 /** The call reached librdmacm, which found no device. */
 function assertReachedNative(call: () => unknown, syscall: string): void {
@@ -606,12 +635,14 @@ const errorRows: { name: string; make: () => Error; check: (error: Error) => voi
   },
   {
     name: 'RdmaArgumentError: code, name, and every issue in the message',
-    make: () => new RdmaArgumentError('rdma_connect', [{ path: 'param.retryCount', rule: 'retryCount is 0–7' }, { path: 'options.timeoutMs', rule: 'too big' }]),
+    make: () => new RdmaArgumentError('rdma_connect', [
+      { path: 'param.retryCount', rule: 'retryCount is 0–7', code: 'ERR_OUT_OF_RANGE' }, { path: 'options.timeoutMs', rule: 'too big', code: 'ERR_OUT_OF_RANGE' },
+    ]),
     check: (error) => {
       assert.ok(error instanceof RdmaArgumentError);
       assert.ok(error instanceof TypeError);
       assert.equal(error.name, 'RdmaArgumentError');
-      assert.equal(error.code, 'ERR_RDMACM_ARGUMENT');
+      assert.equal(error.code, 'ERR_OUT_OF_RANGE');
       assert.equal(error.operation, 'rdma_connect');
       assert.equal(error.issues.length, 2);
       assert.equal(error.message, 'rdma_connect: param.retryCount: retryCount is 0–7; options.timeoutMs: too big');

@@ -70,11 +70,14 @@ function isNodeCoded(error: unknown): boolean {
   return /^(ERR_[A-Z0-9_]+|ABORT_ERR)$/.test(code) || (/^E[A-Z0-9_]+$/.test(code) && typeof syscall === 'string');
 }
 
+/** Node's codes an argument error may carry. */
+const ARGUMENT_CODES = new Set(['ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_VALUE', 'ERR_OUT_OF_RANGE', 'ERR_SOCKET_BAD_PORT', 'ERR_UNKNOWN_ENCODING']);
+
 /** Classifies one thrown value; ok is false for a typed error whose shape is wrong. */
 function classify(error: unknown, nodeErrors: boolean): { outcome: Outcome; ok: boolean } {
   if (error instanceof RdmaArgumentError) {
     const shaped = error.issues.length > 0 && error.issues.every((i) => typeof i.path === 'string' && typeof i.rule === 'string');
-    return { outcome: 'argument', ok: error.code === 'ERR_RDMACM_ARGUMENT' && shaped && error.message.startsWith(`${error.operation}: `) };
+    return { outcome: 'argument', ok: ARGUMENT_CODES.has(error.code) && error.code === error.issues[0]!.code && shaped && error.message.startsWith(`${error.operation}: `) };
   }
   if (error instanceof UnsupportedError) return { outcome: 'unsupported', ok: true };
   if (error instanceof RdmaError) {

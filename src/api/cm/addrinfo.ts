@@ -79,7 +79,7 @@ function prepare(node: string | null, service: string | null, hints: AddrInfoHin
   const s = parseArgument(operation, 'service', cString.nullable(), service);
   const h = parseArgument(operation, 'hints', hintsSchema, hints);
   if (n === null && s === null) {
-    throw argumentError(operation, 'node', 'node and service cannot both be null');
+    throw argumentError(operation, 'node', 'node and service cannot both be null', 'ERR_INVALID_ARG_VALUE');
   }
   const encoded = Buffer.alloc(rdma_addrinfo.size);
   encoded.writeInt32LE(flagMask(AddrInfoFlag, h.flags), koffi.offsetof(rdma_addrinfo, 'ai_flags'));

@@ -35,7 +35,7 @@ import { Resource } from '../core/resource.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
 import { nativeScratch } from '../core/native-memory.js';
-import { abortSignal, argumentError, bytes, count, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from '../core/validate.js';
+import { abortSignal, argumentError, bytes, count, instanceCheck, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from '../core/validate.js';
 import type { RecvOptions, SendOptions } from '../work/work-request.js';
 import type { WorkCompletion } from '../work/work-completion.js';
 
@@ -226,7 +226,7 @@ export interface CreateQpAttr extends QpAttr {
    */
   recvCq?: CompletionQueue;
 }
-const completionQueue = z.custom<CompletionQueue>((value) => Resource.isA(value, CompletionQueue), 'expected a CompletionQueue (from id.device.createCq())');
+const completionQueue = instanceCheck<CompletionQueue>((value) => Resource.isA(value, CompletionQueue), 'expected a CompletionQueue (from id.device.createCq())');
 const createQpSchema = qpAttrSchema.extend({
   sendCq: completionQueue.optional(),
   recvCq: completionQueue.optional(),
@@ -353,7 +353,7 @@ export class CmId extends Resource {
 
   #queuePairFor(operation: string): QueuePair {
     this.ensureOpen(operation);
-    if (!this.#queuePair) throw argumentError(operation, 'id', 'this id has no queue pair: call createQp() first');
+    if (!this.#queuePair) throw argumentError(operation, 'id', 'this id has no queue pair: call createQp() first', 'ERR_INVALID_ARG_VALUE');
     if (this.#queuePair.closed) throw new ResourceClosedError('queue pair', operation, 'call createQp() for a new one');
     return this.#queuePair;
   }
@@ -376,7 +376,7 @@ export class CmId extends Resource {
     const qp = readPointer(this.handle, ID.qp);
     const srq = qp === 0n ? readPointer(this.handle, ID.srq) : 0n;
     const pd = qp !== 0n ? readPointer(qp, QP_PD) : srq !== 0n ? readPointer(srq, SRQ_PD) : readPointer(this.handle, ID.pd);
-    if (pd === 0n) throw argumentError('pd', 'id', 'this id has no protection domain yet: create its queue pair first');
+    if (pd === 0n) throw argumentError('pd', 'id', 'this id has no protection domain yet: create its queue pair first', 'ERR_INVALID_ARG_VALUE');
     return this.#borrowPd(pd);
   }
 
@@ -460,10 +460,10 @@ export class CmId extends Resource {
   createQp(attr: CreateQpAttr = {}, pd?: ProtectionDomain): QueuePair {
     const operation = 'rdma_create_qp';
     this.ensureOpen(operation);
-    if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'this id already has a queue pair');
+    if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'this id already has a queue pair', 'ERR_INVALID_ARG_VALUE');
     const a = parseArgument(operation, 'attr', createQpSchema, attr);
     if (pd !== undefined) {
-      if (!Resource.isA(pd, ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
+      if (!Resource.isA(pd, ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain', 'ERR_INVALID_ARG_TYPE');
       if (pd.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     }
     if (pd === undefined) this.#checkReusedPd(operation);
@@ -472,7 +472,7 @@ export class CmId extends Resource {
     if (a.sendCq) checkOwnCq(operation, 'attr.sendCq', a.sendCq, verbs);
     if (a.recvCq) checkOwnCq(operation, 'attr.recvCq', a.recvCq, verbs);
     // rdma-core's ucma_destroy_cqs frees a send CQ it made only along with a receive CQ it made: this one would leak.
-    if (a.recvCq && !a.sendCq) throw argumentError(operation, 'attr.sendCq', 'with your own recvCq, give a sendCq too (librdmacm would never free the send CQ it made): e.g. sendCq: id.device.createCq()');
+    if (a.recvCq && !a.sendCq) throw argumentError(operation, 'attr.sendCq', 'with your own recvCq, give a sendCq too (librdmacm would never free the send CQ it made): e.g. sendCq: id.device.createCq()', 'ERR_INVALID_ARG_VALUE');
     const init = encodeQpInitAttr(a);
     checkRdma(operation, librdmacm.rdma_create_qp(this.handle, pd ? pd.unsafeHandle : null, init));
     if (pd) this.#protectionDomain = pd;
@@ -487,7 +487,7 @@ export class CmId extends Resource {
   /** id->verbs, or an argument error: with no device yet, librdmacm would dereference NULL. */
   #deviceHandle(operation: string): Pointer {
     const verbs = readPointer(this.handle, ID.verbs);
-    if (verbs === 0n) throw argumentError(operation, 'id', 'this id has no device yet: resolve an address (or bind to a device\'s address) first');
+    if (verbs === 0n) throw argumentError(operation, 'id', 'this id has no device yet: resolve an address (or bind to a device\'s address) first', 'ERR_INVALID_ARG_VALUE');
     return verbs;
   }
 
@@ -498,10 +498,10 @@ export class CmId extends Resource {
   createSrq(attr: SrqAttr = {}, pd?: ProtectionDomain): SharedReceiveQueue {
     const operation = 'rdma_create_srq';
     this.ensureOpen(operation);
-    if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue');
-    if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it');
+    if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue', 'ERR_INVALID_ARG_VALUE');
+    if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'create the shared receive queue before the queue pair that uses it', 'ERR_INVALID_ARG_VALUE');
     const a = parseArgument(operation, 'attr', srqAttrSchema, attr);
-    if (pd !== undefined && !Resource.isA(pd, ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain');
+    if (pd !== undefined && !Resource.isA(pd, ProtectionDomain)) throw argumentError(operation, 'pd', 'expected a ProtectionDomain', 'ERR_INVALID_ARG_TYPE');
     if (pd?.closed) throw new ResourceClosedError('protection domain', operation, undefined, 'pd');
     if (pd === undefined) this.#checkReusedPd(operation);
     this.#deviceHandle(operation);
@@ -574,7 +574,7 @@ export class CmId extends Resource {
   getRequest(): CmId {
     const operation = 'rdma_get_request';
     this.ensureOpen(operation);
-    if (this.#channel) throw argumentError(operation, 'id', 'this listener is asynchronous (it has an event channel): use nextRequest()');
+    if (this.#channel) throw argumentError(operation, 'id', 'this listener is asynchronous (it has an event channel): use nextRequest()', 'ERR_INVALID_ARG_VALUE');
     const slot = newIdSlot.buffer;
     checkRdma(operation, librdmacm.rdma_get_request(this.handle, slot));
     const handle = slot.readBigUInt64LE(0);
@@ -597,7 +597,7 @@ export class CmId extends Resource {
   async nextRequest(options: WaitOptions = {}): Promise<CmId> {
     const operation = 'nextRequest';
     this.ensureOpen(operation);
-    if (!this.#channel) throw argumentError(operation, 'id', 'this listener is synchronous: use getRequest()');
+    if (!this.#channel) throw argumentError(operation, 'id', 'this listener is synchronous: use getRequest()', 'ERR_INVALID_ARG_VALUE');
     const o = parseArgument(operation, 'options', waitSchema, options);
     const event = await this.#wait(operation, ['CONNECT_REQUEST'], o.timeoutMs, o.signal);
     return event.id;
@@ -620,7 +620,7 @@ export class CmId extends Resource {
     this.ensureOpen(operation);
     const data = parseArgument(operation, 'privateData', bytes.optional(), privateData);
     const limit = PRIVATE_DATA_LIMITS[this.#transport()].reject;
-    if (data && data.byteLength > limit) throw argumentError(operation, 'privateData', `at most ${limit} bytes (got ${data.byteLength})`);
+    if (data && data.byteLength > limit) throw argumentError(operation, 'privateData', `at most ${limit} bytes (got ${data.byteLength})`, 'ERR_OUT_OF_RANGE');
     const copy = data ? Buffer.from(data) : null;
     checkRdma(operation, librdmacm.rdma_reject(this.handle, copy, copy?.byteLength ?? 0));
   }
@@ -669,7 +669,7 @@ export class CmId extends Resource {
     this.ensureOpen(operation);
     const o = parseArgument(operation, 'options', waitSchema, options);
     if (this.#disconnected) return this.#dropKept('DISCONNECTED');
-    if (!this.#channel) throw argumentError(operation, 'id', 'a synchronous id has no events to wait for');
+    if (!this.#channel) throw argumentError(operation, 'id', 'a synchronous id has no events to wait for', 'ERR_INVALID_ARG_VALUE');
     await this.#wait(operation, ['DISCONNECTED'], o.timeoutMs, o.signal);
   }
 
@@ -682,10 +682,10 @@ export class CmId extends Resource {
   migrateId(channel: EventChannel | null): void {
     const operation = 'rdma_migrate_id';
     this.ensureOpen(operation);
-    if (channel !== null && !Resource.isA(channel, EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
+    if (channel !== null && !Resource.isA(channel, EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null', 'ERR_INVALID_ARG_TYPE');
     if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
     const busy = this.#waiters.map((w) => w.operation);
-    if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`);
+    if (busy.length > 0) throw argumentError(operation, 'id', `operations are still waiting for events: ${busy.join(', ')}`, 'ERR_INVALID_ARG_VALUE');
     checkRdma(operation, librdmacm.rdma_migrate_id(this.handle, channel ? channel.unsafeHandle : null));
     this.#channel?.[detachTarget](this.handle);
     this.#channel = channel;
@@ -743,7 +743,7 @@ export class CmId extends Resource {
   /** UD: an address handle to the peer an ESTABLISHED (or MULTICAST_JOIN) event described. */
   addressHandleTo(ud: EventUdParam): AddressHandle {
     this.ensureOpen('addressHandleTo');
-    if (typeof ud !== 'object' || ud === null || typeof ud.ahAttr !== 'object') throw argumentError('addressHandleTo', 'ud', 'expected the ud parameters of an event');
+    if (typeof ud !== 'object' || ud === null || typeof ud.ahAttr !== 'object') throw argumentError('addressHandleTo', 'ud', 'expected the ud parameters of an event', 'ERR_INVALID_ARG_TYPE');
     return this.pd.createAh(ud.ahAttr);
   }
 
@@ -799,10 +799,10 @@ export class CmId extends Resource {
     if (!this.#channel) {
       const parsed = parseArgument(operation, 'options', schema, options);
       if (parsed.signal !== undefined) {
-        throw argumentError(operation, 'options.signal', 'a synchronous id (created without an event channel) blocks inside librdmacm, where no signal can stop it: create the id on an EventChannel to abort its calls');
+        throw argumentError(operation, 'options.signal', 'a synchronous id (created without an event channel) blocks inside librdmacm, where no signal can stop it: create the id on an EventChannel to abort its calls', 'ERR_INVALID_ARG_VALUE');
       }
       if (parsed.timeoutMs !== undefined && timeout === 'wait only') {
-        throw argumentError(operation, 'options.timeoutMs', 'a synchronous id has no event to wait for with a timeout (the call returns when librdmacm does): create the id on an EventChannel for one');
+        throw argumentError(operation, 'options.timeoutMs', 'a synchronous id has no event to wait for with a timeout (the call returns when librdmacm does): create the id on an EventChannel for one', 'ERR_INVALID_ARG_VALUE');
       }
     }
     return issueOptions(operation, schema, options);
@@ -921,7 +921,7 @@ setRequestAdopter((channel, handle, listener, request) =>
 
 function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema>, limits: DeviceLimits): void {
   const { maxQpWr, maxSge } = limits;
-  const over = (field: string, value: number, limit: number) => argumentError(operation, `attr.${field}`, `at most ${limit} on this device (got ${value})`);
+  const over = (field: string, value: number, limit: number) => argumentError(operation, `attr.${field}`, `at most ${limit} on this device (got ${value})`, 'ERR_OUT_OF_RANGE');
   if (attr.sendWr > maxQpWr) throw over('sendWr', attr.sendWr, maxQpWr);
   if (attr.recvWr > maxQpWr) throw over('recvWr', attr.recvWr, maxQpWr);
   if (attr.sendSge > maxSge) throw over('sendSge', attr.sendSge, maxSge);
@@ -931,7 +931,7 @@ function checkQpAttrLimits(operation: string, attr: z.output<typeof qpAttrSchema
 /** A CQ given to createQp: open, and on the id's device (ibv_create_qp would refuse another's, or worse). */
 function checkOwnCq(operation: string, path: string, cq: CompletionQueue, verbs: Pointer): void {
   if (cq.closed) throw new ResourceClosedError('completion queue', operation, undefined, path);
-  if (cq.contextHandle !== verbs) throw argumentError(operation, path, 'this completion queue is on another device: make it with id.device.createCq()');
+  if (cq.contextHandle !== verbs) throw argumentError(operation, path, 'this completion queue is on another device: make it with id.device.createCq()', 'ERR_INVALID_ARG_VALUE');
 }
 
 const INIT = {
@@ -1014,7 +1014,7 @@ type CreateIdTied = Holds<InputIs<typeof createIdSchema, CreateIdOptions>>;
  */
 export function createId(channel: EventChannel | null, options: CreateIdOptions = {}): CmId {
   const operation = 'rdma_create_id';
-  if (channel !== null && !Resource.isA(channel, EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null');
+  if (channel !== null && !Resource.isA(channel, EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null', 'ERR_INVALID_ARG_TYPE');
   if (channel?.closed) throw new ResourceClosedError('event channel', operation, undefined, 'channel');
   const o = parseArgument(operation, 'options', createIdSchema, options);
   const slot = newIdSlot.buffer;

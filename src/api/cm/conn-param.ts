@@ -99,7 +99,7 @@ export function encodeConnParam(
   const p = parseArgument(operation, 'param', connParamSchema, param);
   const limit = PRIVATE_DATA_LIMITS[transport][kind];
   if (p.privateData && p.privateData.byteLength > limit) {
-    throw argumentError(operation, 'param.privateData', `at most ${limit} bytes on ${kind} for ${transport} (got ${p.privateData.byteLength})`);
+    throw argumentError(operation, 'param.privateData', `at most ${limit} bytes on ${kind} for ${transport} (got ${p.privateData.byteLength})`, 'ERR_OUT_OF_RANGE');
   }
   return encodeValidated(p);
 }

@@ -11,7 +11,7 @@ import { PortSpace, type PortSpaceName } from '../core/enums.js';
 import { ProtectionDomain } from '../verbs/protection-domain.js';
 import { ResourceClosedError } from '../core/errors.js';
 import { Resource } from '../core/resource.js';
-import { argumentError, cString, parseArgument, port, type Holds, type InputIs } from '../core/validate.js';
+import { argumentError, cString, instanceCheck, parseArgument, port, type Holds, type InputIs } from '../core/validate.js';
 
 /** A port given as a decimal string: the same 0–65535 range as a number (getaddrinfo would take more). */
 const portString = z.string().regex(/^\d+$/, 'a port number').refine((s) => !/^\d+$/.test(s) || Number(s) <= 65535, 'a port is 0–65535');
@@ -45,7 +45,7 @@ const targetSchema = z.strictObject({
 type TargetTied = Holds<InputIs<typeof targetSchema, EndpointTarget>>;
 
 const optionsSchema = z.strictObject({
-  pd: z.custom<ProtectionDomain>((value) => Resource.isA(value, ProtectionDomain), 'expected a ProtectionDomain').optional(),
+  pd: instanceCheck<ProtectionDomain>((value) => Resource.isA(value, ProtectionDomain), 'expected a ProtectionDomain').optional(),
   qp: qpAttrSchema.optional(),
   context: z.unknown().optional(),
 });
@@ -87,7 +87,7 @@ export function createEndpoint(target: AddrInfo | EndpointTarget, options: Endpo
     info = target;
   } else {
     const t = parseArgument(operation, 'target', targetSchema, target);
-    if (!t.passive && !t.host) throw argumentError(operation, 'target.host', 'an active endpoint needs a host to connect to');
+    if (!t.passive && !t.host) throw argumentError(operation, 'target.host', 'an active endpoint needs a host to connect to', 'ERR_INVALID_ARG_VALUE');
     info = AddrInfo.resolve(t.host ?? null, String(t.port), { flags: t.passive ? ['PASSIVE'] : [], portSpace: t.portSpace });
     ownsInfo = true;
   }

@@ -7,21 +7,38 @@ export { RdmaError, UnsupportedError, LibraryLoadError } from '../../ffi/errors.
 export type { MissingPiece } from '../../ffi/diagnosis.js';
 export type { Requirement } from '../../ffi/load-errors.js';
 
-/** One broken rule: where (a parameter path like 'options.qp.sendWr') and what. */
+/**
+ * Node's code for a bad argument, as its own APIs use them:
+ * `ERR_INVALID_ARG_TYPE` (not the kind of value asked for: a string for a
+ * number, a plain object for a ProtectionDomain), `ERR_OUT_OF_RANGE` (a
+ * number or size outside its bounds, a fraction, NaN), `ERR_INVALID_ARG_VALUE`
+ * (the right kind but a value the operation cannot take: an unknown enum
+ * name or option, a call in the wrong state for it) and, on sockets,
+ * node:net's `ERR_SOCKET_BAD_PORT` and `ERR_UNKNOWN_ENCODING`.
+ */
+export type ArgumentErrorCode = 'ERR_INVALID_ARG_TYPE' | 'ERR_INVALID_ARG_VALUE' | 'ERR_OUT_OF_RANGE' | 'ERR_SOCKET_BAD_PORT' | 'ERR_UNKNOWN_ENCODING';
+
+/** One broken rule: where (a parameter path like 'options.qp.sendWr'), what, and Node's code for it. */
 export interface ArgumentIssue {
   readonly path: string;
   readonly rule: string;
+  readonly code: ArgumentErrorCode;
 }
 
-/** A caller passed a bad argument; nothing reached native code. */
+/**
+ * A caller passed a bad argument; nothing reached native code. `code` is
+ * Node's code for the first issue (see ArgumentErrorCode); `issues` lists
+ * every broken rule.
+ */
 export class RdmaArgumentError extends TypeError {
   override name = 'RdmaArgumentError';
-  readonly code = 'ERR_RDMACM_ARGUMENT';
+  readonly code: ArgumentErrorCode;
   constructor(
     readonly operation: string,
     readonly issues: readonly ArgumentIssue[],
   ) {
     super(`${operation}: ${issues.map((i) => `${i.path}: ${i.rule}`).join('; ')}`);
+    this.code = issues[0]?.code ?? 'ERR_INVALID_ARG_VALUE';
   }
 
   /** @internal From zod's issues, with paths rooted at the parameter's name. */
@@ -31,8 +48,37 @@ export class RdmaArgumentError extends TypeError {
       error.issues.map((issue) => ({
         path: [parameter, ...issue.path.map(String)].join('.'),
         rule: issue.message,
+        code: nodeCodeOf(issue),
       })),
     );
+  }
+}
+
+/**
+ * Node's code for one zod issue. A fraction, NaN or infinity fails zod's type
+ * check but is a number out of range to Node, as a number past its bounds is; a custom check names its code
+ * in `params.code` (the class checks say ERR_INVALID_ARG_TYPE), else it is a
+ * value rule.
+ */
+function nodeCodeOf(issue: z.core.$ZodIssue): ArgumentErrorCode {
+  switch (issue.code) {
+    case 'invalid_type':
+      return (issue.expected === 'number' || issue.expected === 'int') && typeof issue.input === 'number' ? 'ERR_OUT_OF_RANGE' : 'ERR_INVALID_ARG_TYPE';
+    case 'invalid_union': {
+      // The value had a branch's type if some branch failed it for something else (family 5 is no literal 0, 4 or 6).
+      const codes = issue.errors.map((branch) => (branch[0] ? nodeCodeOf(branch[0]) : 'ERR_INVALID_ARG_TYPE'));
+      return codes.find((code) => code !== 'ERR_INVALID_ARG_TYPE') ?? 'ERR_INVALID_ARG_TYPE';
+    }
+    case 'too_big':
+    case 'too_small':
+      // A number's bounds; a string's or a list's length is a value rule (an empty name).
+      return issue.origin === 'number' || issue.origin === 'int' || issue.origin === 'bigint' ? 'ERR_OUT_OF_RANGE' : 'ERR_INVALID_ARG_VALUE';
+    case 'not_multiple_of':
+      return 'ERR_OUT_OF_RANGE';
+    case 'custom':
+      return (issue.params?.code as ArgumentErrorCode | undefined) ?? 'ERR_INVALID_ARG_VALUE';
+    default:
+      return 'ERR_INVALID_ARG_VALUE';
   }
 }
 

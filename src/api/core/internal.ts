@@ -11,5 +11,5 @@ export type Internal = typeof internal;
 
 /** @internal */
 export function assertInternal(key: unknown, what: string, instead: string): void {
-  if (key !== internal) throw argumentError(what, 'this', `${what} is internal to rdmacm: ${instead}`);
+  if (key !== internal) throw argumentError(what, 'this', `${what} is internal to rdmacm: ${instead}`, 'ERR_INVALID_ARG_VALUE');
 }

@@ -3,7 +3,7 @@
 import { Buffer } from 'node:buffer';
 import { isDataView } from 'node:util/types';
 import { z } from 'zod';
-import { RdmaArgumentError } from './errors.js';
+import { RdmaArgumentError, type ArgumentErrorCode } from './errors.js';
 import { Resource } from './resource.js';
 
 /**
@@ -50,9 +50,10 @@ export function parseArgument<S extends z.ZodType>(operation: string, parameter:
  */
 function safeParse<S extends z.ZodType>(operation: string, parameter: string, schema: S, value: unknown): z.ZodSafeParseResult<z.output<S>> {
   try {
-    return schema.safeParse(value);
+    // The input in each issue tells a fraction or NaN (out of range) from a string (wrong type).
+    return schema.safeParse(value, { reportInput: true });
   } catch (error) {
-    throw argumentError(operation, parameter, `could not be read: ${error instanceof Error ? error.message : String(error)}`);
+    throw argumentError(operation, parameter, `could not be read: ${error instanceof Error ? error.message : String(error)}`, 'ERR_INVALID_ARG_TYPE');
   }
 }
 
@@ -158,9 +159,17 @@ export type InputIs<Schema extends z.ZodType, Options> =
 /** Compiles only for true: `type Tied = Holds<InputIs<typeof schema, Options>>` keeps a schema and its public interface from drifting apart. */
 export type Holds<T extends true> = T;
 
-/** Throws RdmaArgumentError for a rule zod cannot see (limits known only at run time). */
-export function argumentError(operation: string, path: string, rule: string): RdmaArgumentError {
-  return new RdmaArgumentError(operation, [{ path, rule }]);
+/** RdmaArgumentError for a rule zod cannot see (limits known only at run time), with Node's code for it. */
+export function argumentError(operation: string, path: string, rule: string, code: ArgumentErrorCode): RdmaArgumentError {
+  return new RdmaArgumentError(operation, [{ path, rule, code }]);
+}
+
+/** Node's code for a number rule's failure: a number outside it is out of range, anything else the wrong type. */
+export const numberIssue = (value: unknown): ArgumentErrorCode => (typeof value === 'number' ? 'ERR_OUT_OF_RANGE' : 'ERR_INVALID_ARG_TYPE');
+
+/** A check that the value is an instance of a kind (a class, a Buffer): zod's custom issue, with Node's code for the wrong type. */
+export function instanceCheck<T>(test: (value: unknown) => boolean, message: string): z.ZodCustom<T, T> {
+  return z.custom<T>(test, { message, params: { code: 'ERR_INVALID_ARG_TYPE' } });
 }
 
 export const u8 = z.number().int().min(0).max(0xff);
@@ -216,7 +225,7 @@ export function isHonestBytes(value: unknown): value is Uint8Array {
 }
 
 /** A Buffer or any Uint8Array (zod's instanceof would narrow it to an ArrayBuffer-backed one), with honest length getters. */
-export const bytes = z.custom<Uint8Array>((value) => isHonestBytes(value), 'expected a Buffer or Uint8Array (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)');
+export const bytes = instanceCheck<Uint8Array>((value) => isHonestBytes(value), 'expected a Buffer or Uint8Array (not a Proxy, nor one that redefines its length, byteLength, byteOffset or buffer)');
 
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
 /**
@@ -224,7 +233,7 @@ const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'ab
  * whose `aborted` and addEventListener then throw Node's untyped TypeErrors;
  * the intrinsic getter is the brand check.
  */
-export const abortSignal = z.custom<AbortSignal>((value) => {
+export const abortSignal = instanceCheck<AbortSignal>((value) => {
   if (!(value instanceof AbortSignal)) return false;
   try {
     abortedGetter.call(value);

@@ -66,7 +66,7 @@ export class AddressHandle extends Resource {
     const operation = 'addressHandleFrom';
     const received = parseArgument(operation, 'completion', receivedCompletion, completion);
     const buffer = parseArgument(operation, 'receive', bytes, receive);
-    if (buffer.byteLength < GRH_SIZE) throw argumentError(operation, 'receive', `needs the ${GRH_SIZE}-byte GRH`);
+    if (buffer.byteLength < GRH_SIZE) throw argumentError(operation, 'receive', `needs the ${GRH_SIZE}-byte GRH`, 'ERR_OUT_OF_RANGE');
     const attr = Buffer.alloc(ibv_ah_attr.size);
     const grh = Buffer.from(buffer.subarray(0, GRH_SIZE));
     // The parsed copy, not the caller's object: what was checked is what gets encoded.
@@ -101,7 +101,7 @@ export function decodeUdMessage(receive: Uint8Array, byteLen: number): UdMessage
   parseArgument('decodeUdMessage', 'receive', bytes, receive);
   parseArgument('decodeUdMessage', 'byteLen', z.number().int().min(0), byteLen);
   if (byteLen < GRH_SIZE || byteLen > receive.byteLength) {
-    throw argumentError('decodeUdMessage', 'byteLen', `a UD receive is the ${GRH_SIZE}-byte GRH plus the payload, within the buffer (got ${byteLen} of ${receive.byteLength})`);
+    throw argumentError('decodeUdMessage', 'byteLen', `a UD receive is the ${GRH_SIZE}-byte GRH plus the payload, within the buffer (got ${byteLen} of ${receive.byteLength})`, 'ERR_OUT_OF_RANGE');
   }
   const payload = Buffer.from(receive.subarray(GRH_SIZE, byteLen));
   if (receive[IPV4_HEADER_AT]! >> 4 === 4) {

@@ -11,7 +11,7 @@ import { readPointer, readPointerArray, type Pointer } from '../../ffi/library.j
 import { ibv_device, ibv_device_attr, type IbvDevice, type IbvDeviceAttr } from '../../structs/verbs-device.js';
 import { ibv_context } from '../../structs/verbs-resources.js';
 import { Resource } from '../core/resource.js';
-import { argumentError, count, cString, parseArgument, type Holds, type InputIs } from '../core/validate.js';
+import { argumentError, count, cString, instanceCheck, parseArgument, type Holds, type InputIs } from '../core/validate.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { ProtectionDomain } from './protection-domain.js';
 import { CompletionQueue } from '../work/completion-queue.js';
@@ -41,7 +41,7 @@ export interface CqOptions {
 }
 const cqOptionsSchema = z.strictObject({
   entries: count.default(256),
-  channel: z.union([z.boolean(), z.custom<CompletionChannel>((value) => Resource.isA(value, CompletionChannel), 'expected a boolean or a CompletionChannel of this device')]).default(true),
+  channel: z.union([z.boolean(), instanceCheck<CompletionChannel>((value) => Resource.isA(value, CompletionChannel), 'expected a boolean or a CompletionChannel of this device')]).default(true),
   compVector: z.number().int().min(0).max(0x7fffffff).default(0),
 });
 type CqOptionsTied = Holds<InputIs<typeof cqOptionsSchema, CqOptions>>;
@@ -171,12 +171,12 @@ export class DeviceContext extends Resource {
     this.ensureOpen(operation);
     const o = parseArgument(operation, 'options', cqOptionsSchema, options);
     const { maxCqe } = deviceLimits(this.handle);
-    if (o.entries > maxCqe) throw argumentError(operation, 'options.entries', `this device allows at most ${maxCqe} entries per completion queue`);
+    if (o.entries > maxCqe) throw argumentError(operation, 'options.entries', `this device allows at most ${maxCqe} entries per completion queue`, 'ERR_OUT_OF_RANGE');
     const vectors = koffi.decode(this.handle, koffi.offsetof(ibv_context, 'num_comp_vectors'), 'int') as number;
-    if (o.compVector >= vectors) throw argumentError(operation, 'options.compVector', `this device has ${vectors} completion vector(s): 0–${vectors - 1}`);
+    if (o.compVector >= vectors) throw argumentError(operation, 'options.compVector', `this device has ${vectors} completion vector(s): 0–${vectors - 1}`, 'ERR_OUT_OF_RANGE');
     if (o.channel instanceof CompletionChannel) {
-      if (o.channel.closed) throw argumentError(operation, 'options.channel', 'the completion channel is closed');
-      if (contextOfChannel(o.channel) !== this.handle) throw argumentError(operation, 'options.channel', 'the completion channel belongs to another device');
+      if (o.channel.closed) throw argumentError(operation, 'options.channel', 'the completion channel is closed', 'ERR_INVALID_ARG_VALUE');
+      if (contextOfChannel(o.channel) !== this.handle) throw argumentError(operation, 'options.channel', 'the completion channel belongs to another device', 'ERR_INVALID_ARG_VALUE');
     }
     return CompletionQueue.create(internal, this, this.handle, o.entries, o.channel, o.compVector);
   }

@@ -50,7 +50,7 @@ export class ProtectionDomain extends Resource {
     const operation = 'ProtectionDomain.register';
     this.ensureOpen(operation);
     const memory = parseArgument(operation, 'buffer', registrableBytes, buffer);
-    if (memory.byteLength === 0) throw argumentError(operation, 'buffer', 'cannot register an empty buffer');
+    if (memory.byteLength === 0) throw argumentError(operation, 'buffer', 'cannot register an empty buffer', 'ERR_INVALID_ARG_VALUE');
     const names = parseArgument(operation, 'access', accessSchema, access);
     return MemoryRegion.register(internal, this, this.handle, memory, names, flagMask(Access, names));
   }

@@ -172,7 +172,7 @@ export class QueuePair extends Resource {
   }
 
   #refuseWithSrq(operation: string): void {
-    if (this.#usesSrq) throw argumentError(operation, 'queuePair', 'this queue pair takes its receives from a shared receive queue: post them to id.srq');
+    if (this.#usesSrq) throw argumentError(operation, 'queuePair', 'this queue pair takes its receives from a shared receive queue: post them to id.srq', 'ERR_INVALID_ARG_VALUE');
   }
 
   /**

@@ -2,7 +2,7 @@
 // peer through private data or a send: big-endian u64 address, u32 rkey, u32 length.
 import { Buffer } from 'node:buffer';
 import { z } from 'zod';
-import { argumentError, bytes, isHonestBytes, parseArgument, u32 } from '../core/validate.js';
+import { argumentError, bytes, instanceCheck, isHonestBytes, parseArgument, u32 } from '../core/validate.js';
 import type { RemoteRegion } from './memory-region.js';
 
 export const REMOTE_REGION_SIZE = 16;
@@ -16,7 +16,7 @@ const offsetSchema = z.number().int().min(0).default(0);
 
 function checkRoom(operation: string, path: string, offset: number, size: number): void {
   if (offset + REMOTE_REGION_SIZE > size) {
-    throw argumentError(operation, path, `a remote region descriptor is ${REMOTE_REGION_SIZE} bytes; ${Math.max(0, size - offset)} are left at offset ${offset}`);
+    throw argumentError(operation, path, `a remote region descriptor is ${REMOTE_REGION_SIZE} bytes; ${Math.max(0, size - offset)} are left at offset ${offset}`, 'ERR_OUT_OF_RANGE');
   }
 }
 
@@ -24,7 +24,7 @@ function checkRoom(operation: string, path: string, offset: number, size: number
 export function encodeRemoteRegion(remote: RemoteRegion, target?: Buffer, offset?: number): Buffer {
   const operation = 'encodeRemoteRegion';
   const r = parseArgument(operation, 'remote', remoteSchema, remote);
-  const into = parseArgument(operation, 'target', z.custom<Buffer>((value) => Buffer.isBuffer(value) && isHonestBytes(value), 'expected a Buffer (not a Proxy, nor one that redefines its length)').optional(), target)
+  const into = parseArgument(operation, 'target', instanceCheck<Buffer>((value) => Buffer.isBuffer(value) && isHonestBytes(value), 'expected a Buffer (not a Proxy, nor one that redefines its length)').optional(), target)
     ?? Buffer.alloc(REMOTE_REGION_SIZE);
   const at = parseArgument(operation, 'offset', offsetSchema, offset);
   checkRoom(operation, 'offset', at, into.length);

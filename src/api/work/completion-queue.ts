@@ -22,7 +22,7 @@ import { Resource } from '../core/resource.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { contextOf } from './work-request-ids.js';
 import { ResourceClosedError } from '../core/errors.js';
-import { argumentError } from '../core/validate.js';
+import { argumentError, numberIssue } from '../core/validate.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from '../core/fd-watcher.js';
 import { CompletionChannel, joinChannel, type ChannelWatch } from './completion-channel.js';
 import { nativeScratch } from '../core/native-memory.js';
@@ -165,7 +165,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return this.#mode;
   }
   set mode(mode: CompletionMode) {
-    if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`);
+    if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
     this.#mode = mode;
     if (this.#listener && !this.#pollScheduled && !this.closed) this.#schedulePoll();
     else if (mode === 'busy-poll' && this.#waiters.length > 0 && !this.#spinning) void this.#spin();
@@ -182,7 +182,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return this.#spinBudgetMs * 1000;
   }
   set spinBudgetUs(us: number) {
-    if (!Number.isInteger(us) || us < 0 || us > MAX_SPIN_BUDGET_US) throw argumentError('spinBudgetUs', 'spinBudgetUs', `expected an integer from 0 to ${MAX_SPIN_BUDGET_US}`);
+    if (!Number.isInteger(us) || us < 0 || us > MAX_SPIN_BUDGET_US) throw argumentError('spinBudgetUs', 'spinBudgetUs', `expected an integer from 0 to ${MAX_SPIN_BUDGET_US}`, numberIssue(us));
     this.#spinBudgetMs = us / 1000;
   }
 
@@ -197,7 +197,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return this.#timeSliceMs;
   }
   set timeSliceMs(ms: number) {
-    if (typeof ms !== 'number' || !(ms >= 0.05 && ms <= MAX_TIME_SLICE_MS)) throw argumentError('timeSliceMs', 'timeSliceMs', `expected a number from 0.05 to ${MAX_TIME_SLICE_MS}`);
+    if (typeof ms !== 'number' || !(ms >= 0.05 && ms <= MAX_TIME_SLICE_MS)) throw argumentError('timeSliceMs', 'timeSliceMs', `expected a number from 0.05 to ${MAX_TIME_SLICE_MS}`, numberIssue(ms));
     this.#timeSliceMs = ms;
   }
 
@@ -247,7 +247,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const pollCall = this.#pollCall ?? this.#preparePoll();
     if (max !== this.#pollCount) {
       // Checked only when the count changes: the usual poll() repeats its count and pays nothing.
-      if (typeof max !== 'number' || !(max >= 1) || max % 1 !== 0) throw argumentError('poll', 'max', `expected an integer of at least 1 (above ${BATCH}, ${BATCH} are polled)`);
+      if (typeof max !== 'number' || !(max >= 1) || max % 1 !== 0) throw argumentError('poll', 'max', `expected an integer of at least 1 (above ${BATCH}, ${BATCH} are polled)`, numberIssue(max));
       const entries = max > BATCH ? BATCH : max;
       if (entries !== this.#pollCount) {
         pollCall.setIntArgument(1, entries);
@@ -272,7 +272,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    */
   #at(operation: string, index: number): number {
     if (typeof index !== 'number' || !(index >= 0 && index < BATCH) || index % 1 !== 0) {
-      throw argumentError(operation, 'index', `expected an integer from 0 to ${BATCH - 1}`);
+      throw argumentError(operation, 'index', `expected an integer from 0 to ${BATCH - 1}`, numberIssue(index));
     }
     return index * WC_SIZE;
   }
@@ -348,9 +348,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const operation = 'setListener';
     this.ensureOpen(operation);
     if (listener !== undefined && (typeof listener !== 'object' || typeof listener.onCompletions !== 'function' || typeof listener.onCompletionError !== 'function')) {
-      throw argumentError(operation, 'listener', 'expected { onCompletions(): number, onCompletionError(error) }');
+      throw argumentError(operation, 'listener', 'expected { onCompletions(): number, onCompletionError(error) }', 'ERR_INVALID_ARG_TYPE');
     }
-    if (listener && this.#waiters.length > 0) throw argumentError(operation, 'listener', 'next() is waiting on this queue: a listener replaces next(), never joins it');
+    if (listener && this.#waiters.length > 0) throw argumentError(operation, 'listener', 'next() is waiting on this queue: a listener replaces next(), never joins it', 'ERR_INVALID_ARG_VALUE');
     this.#listener = listener;
     if (!listener) {
       this.#channelWatcher?.setInterest(false);
@@ -408,7 +408,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** The next completion, on the event loop. Error statuses reject with WorkCompletionError. */
   next(): Promise<WorkCompletion> {
     this.ensureOpen('next');
-    if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)');
+    if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)', 'ERR_INVALID_ARG_VALUE');
     return new Promise<WorkCompletion>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
       if (this.#mode === 'busy-poll') {

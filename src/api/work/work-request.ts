@@ -18,7 +18,7 @@ import { toAddress, type Address, type Pointer } from '../../ffi/library.js';
 import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, ibv_sge } from '../../structs/verbs-work.js';
 import { MemoryRegion } from '../verbs/memory-region.js';
 import { nativeScratch, type NativeScratch } from '../core/native-memory.js';
-import { argumentError, isHonestBytes, isResizable, parseArgument, u32, u64, type Holds, type InputIs } from '../core/validate.js';
+import { argumentError, instanceCheck, isHonestBytes, isResizable, numberIssue, parseArgument, u32, u64, type Holds, type InputIs } from '../core/validate.js';
 import { ResourceClosedError } from '../core/errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from '../core/internal.js';
@@ -232,7 +232,7 @@ const sendOptionsSchema = recvOptionsSchema.extend({
   immediate: u32.optional(),
   remote: remoteSchema.optional(),
   ud: z.strictObject({
-    ah: z.custom<AddressHandle>((value) => Resource.isA(value, AddressHandle), 'expected an AddressHandle'),
+    ah: instanceCheck<AddressHandle>((value) => Resource.isA(value, AddressHandle), 'expected an AddressHandle'),
     remoteQpn: z.number().int().min(0).max(0xffffff, 'a QP number is 24 bits'),
     remoteQkey: u32.default(RDMA_UDP_QKEY),
   }).optional(),
@@ -259,16 +259,16 @@ function localRange(
   operation: string, source: MemoryRegion | Uint8Array, pd: Resource, offset: number, length: number | undefined,
 ): { address: Pointer; length: number; lkey: number; region: MemoryRegion | undefined } {
   const size = source instanceof MemoryRegion ? source.length : source.byteLength;
-  if (offset > size) throw argumentError(operation, 'options.offset', `offset ${offset} is past the end of the ${size}-byte region`);
+  if (offset > size) throw argumentError(operation, 'options.offset', `offset ${offset} is past the end of the ${size}-byte region`, 'ERR_OUT_OF_RANGE');
   const bytes = length ?? size - offset;
-  if (length === undefined && bytes === 0) throw argumentError(operation, 'options.length', 'a length of 0 must be given explicitly');
+  if (length === undefined && bytes === 0) throw argumentError(operation, 'options.length', 'a length of 0 must be given explicitly', 'ERR_INVALID_ARG_VALUE');
   if (offset + bytes > size) {
-    throw argumentError(operation, 'options.length', `offset ${offset} + length ${bytes} leaves the ${size}-byte region`);
+    throw argumentError(operation, 'options.length', `offset ${offset} + length ${bytes} leaves the ${size}-byte region`, 'ERR_OUT_OF_RANGE');
   }
-  if (bytes > 0xffffffff) throw argumentError(operation, 'options.length', 'an SGE length is a u32');
+  if (bytes > 0xffffffff) throw argumentError(operation, 'options.length', 'an SGE length is a u32', 'ERR_OUT_OF_RANGE');
   if (source instanceof MemoryRegion) {
     if (source.closed) throw new ResourceClosedError('memory region', operation, 'it was deregistered', 'region');
-    if (source.protectionDomain !== pd) throw argumentError(operation, 'region', 'the memory region belongs to another protection domain');
+    if (source.protectionDomain !== pd) throw argumentError(operation, 'region', 'the memory region belongs to another protection domain', 'ERR_INVALID_ARG_VALUE');
     return { address: source.address + BigInt(offset), length: bytes, lkey: source.lkey, region: source };
   }
   void source.buffer;
@@ -278,9 +278,9 @@ function localRange(
 /** A plain buffer is sent only inline (the device cannot read unregistered memory otherwise). */
 function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, inline: boolean): void {
   if (Resource.isA(source, MemoryRegion)) return;
-  if (!isHonestBytes(source)) throw argumentError(operation, 'region', 'expected a MemoryRegion, or a Buffer or Uint8Array to send inline');
+  if (!isHonestBytes(source)) throw argumentError(operation, 'region', 'expected a MemoryRegion, or a Buffer or Uint8Array to send inline', 'ERR_INVALID_ARG_TYPE');
   if (!inline) {
-    throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise');
+    throw argumentError(operation, 'region', 'a plain buffer can only be sent inline (options.inline: true); register it otherwise', 'ERR_INVALID_ARG_VALUE');
   }
 }
 
@@ -297,7 +297,7 @@ class KeptBuffer {
 
   constructor(operation: string, private readonly view: Uint8Array) {
     if (isResizable(view.buffer)) {
-      throw argumentError(operation, 'region', 'a view over a resizable ArrayBuffer or growable SharedArrayBuffer can shrink under a prepared send; copy it into a fixed-length buffer');
+      throw argumentError(operation, 'region', 'a view over a resizable ArrayBuffer or growable SharedArrayBuffer can shrink under a prepared send; copy it into a fixed-length buffer', 'ERR_INVALID_ARG_VALUE');
     }
     markAsUntransferable(view.buffer);
     this.length = view.length;
@@ -306,7 +306,7 @@ class KeptBuffer {
   /** `length`, not `byteLength` (the same for bytes): V8 inlines it, and byteLength cost 7 ns a post on the host. */
   check(operation: string): void {
     if (this.view.length !== this.length) {
-      throw argumentError(operation, 'region', 'the buffer was detached (transferred or its memory replaced) after the request was prepared');
+      throw argumentError(operation, 'region', 'the buffer was detached (transferred or its memory replaced) after the request was prepared', 'ERR_INVALID_ARG_VALUE');
     }
   }
 }
@@ -328,14 +328,14 @@ function lengthBound(size: number, offset: number, limits: readonly (LengthBound
 /** Inline data is copied into the WQE: no more than the QP granted. */
 function checkInlineLength(operation: string, length: number, maxInlineData: number): void {
   if (length > maxInlineData) {
-    throw argumentError(operation, 'options.length', `inline data of ${length} bytes exceeds the queue pair's max_inline_data (${maxInlineData})`);
+    throw argumentError(operation, 'options.length', `inline data of ${length} bytes exceeds the queue pair's max_inline_data (${maxInlineData})`, 'ERR_OUT_OF_RANGE');
   }
 }
 
 /** The rules of each opcode that only show once the local range is known. */
 function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>, length: number, maxInlineData: number, atomic: boolean): void {
   const refuse = (path: string, rule: string) => {
-    throw argumentError(operation, path, rule);
+    throw argumentError(operation, path, rule, 'ERR_INVALID_ARG_VALUE');
   };
   if (o.inline) checkInlineLength(operation, length, maxInlineData);
   if (o.opcode !== 'SEND' && !o.remote) refuse('options.remote', `${o.opcode} needs the peer's { address, rkey }`);
@@ -471,9 +471,9 @@ abstract class PreparedWorkRequest extends PreparedPost {
     const operation = 'setLength';
     this.ensureOpen(operation);
     const bound = this.#lengthBound;
-    if (bound === undefined) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its length is fixed`);
-    if (!Number.isInteger(length) || length < 0) throw argumentError(operation, 'length', 'must be a non-negative integer');
-    if (length > bound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${bound.max}: ${bound.rule}`);
+    if (bound === undefined) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its length is fixed`, 'ERR_INVALID_ARG_VALUE');
+    if (!Number.isInteger(length) || length < 0) throw argumentError(operation, 'length', 'must be a non-negative integer', numberIssue(length));
+    if (length > bound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${bound.max}: ${bound.rule}`, 'ERR_OUT_OF_RANGE');
     this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
   }
 }
@@ -521,7 +521,7 @@ export class PreparedSend extends PreparedWorkRequest {
     const range = localRange(operation, source, target.pd, o.offset, atomic ? (o.length ?? ATOMIC_SIZE) : o.length);
     checkSendRules(operation, o, range.length, target.maxInlineData, atomic);
     if ((target.qpType === 'UD') !== (o.ud !== undefined)) {
-      throw argumentError(operation, 'options.ud', target.qpType === 'UD' ? 'a UD queue pair needs options.ud { ah, remoteQpn }' : 'options.ud is for UD queue pairs only');
+      throw argumentError(operation, 'options.ud', target.qpType === 'UD' ? 'a UD queue pair needs options.ud { ah, remoteQpn }' : 'options.ud is for UD queue pairs only', 'ERR_INVALID_ARG_VALUE');
     }
     const size = source instanceof MemoryRegion ? source.length : source.byteLength;
     const opcodeLimits = [
@@ -583,12 +583,12 @@ export class PreparedSend extends PreparedWorkRequest {
     const operation = 'setRange';
     this.ensureOpen(operation);
     const size = this.#sourceSize;
-    if (this.#atomic) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its range is fixed at prepare`);
-    if (!Number.isSafeInteger(offset) || offset < 0 || offset > size) throw argumentError(operation, 'offset', `must be an integer within the ${size}-byte region`);
+    if (this.#atomic) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its range is fixed at prepare`, 'ERR_INVALID_ARG_VALUE');
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset > size) throw argumentError(operation, 'offset', `must be an integer within the ${size}-byte region`, numberIssue(offset));
     if (!Number.isSafeInteger(length) || length < 0 || offset + length > size) {
-      throw argumentError(operation, 'length', `offset ${offset} + length must stay within the ${size}-byte region (got ${length})`);
+      throw argumentError(operation, 'length', `offset ${offset} + length must stay within the ${size}-byte region (got ${length})`, numberIssue(length));
     }
-    if (length > this.#opcodeBound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${this.#opcodeBound.max}: ${this.#opcodeBound.rule}`);
+    if (length > this.#opcodeBound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${this.#opcodeBound.max}: ${this.#opcodeBound.rule}`, 'ERR_OUT_OF_RANGE');
     const v = this.memory.view;
     const low = this.#sourceLow + offset;
     v.setUint32(this.sge, low % 2 ** 32, true);
@@ -604,9 +604,9 @@ export class PreparedSend extends PreparedWorkRequest {
   setRemote(address: number, rkey: number): void {
     const operation = 'setRemote';
     this.ensureOpen(operation);
-    if (!this.#rdma) throw argumentError(operation, 'options.opcode', 'only an RDMA_WRITE or RDMA_READ has a remote address');
-    if (!Number.isSafeInteger(address) || address < 0) throw argumentError(operation, 'address', 'must be a non-negative safe integer');
-    if (typeof rkey !== 'number' || (rkey >>> 0) !== rkey) throw argumentError(operation, 'rkey', 'must be a u32');
+    if (!this.#rdma) throw argumentError(operation, 'options.opcode', 'only an RDMA_WRITE or RDMA_READ has a remote address', 'ERR_INVALID_ARG_VALUE');
+    if (!Number.isSafeInteger(address) || address < 0) throw argumentError(operation, 'address', 'must be a non-negative safe integer', numberIssue(address));
+    if (typeof rkey !== 'number' || (rkey >>> 0) !== rkey) throw argumentError(operation, 'rkey', 'must be a u32', numberIssue(rkey));
     const v = this.memory.view;
     v.setUint32(SEND_WR_OFFSET.remoteAddr, address % 2 ** 32, true);
     v.setUint32(SEND_WR_OFFSET.remoteAddr + 4, Math.floor(address / 2 ** 32), true);
@@ -617,8 +617,8 @@ export class PreparedSend extends PreparedWorkRequest {
   setImmediate(value: number): void {
     const operation = 'setImmediate';
     this.ensureOpen(operation);
-    if (!this.#immediate) throw argumentError(operation, 'options.immediate', 'the request was prepared without immediate data');
-    if (typeof value !== 'number' || (value >>> 0) !== value) throw argumentError(operation, 'value', 'must be a u32');
+    if (!this.#immediate) throw argumentError(operation, 'options.immediate', 'the request was prepared without immediate data', 'ERR_INVALID_ARG_VALUE');
+    if (typeof value !== 'number' || (value >>> 0) !== value) throw argumentError(operation, 'value', 'must be a u32', numberIssue(value));
     this.memory.view.setUint32(SEND_WR_OFFSET.immData, value, false);
   }
 
@@ -641,7 +641,7 @@ export class PreparedRecv extends PreparedWorkRequest {
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedRecv', 'use qp.prepareRecv()');
     const operation = 'QueuePair.postRecv';
-    if (!Resource.isA(region, MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
+    if (!Resource.isA(region, MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion', 'ERR_INVALID_ARG_TYPE');
     const o = parseArgument(operation, 'options', recvOptionsSchema, options ?? {});
     const range = localRange(operation, region, target.pd, o.offset, o.length);
     super(target, range.region, undefined, o.context, once, target.receiveVerb, ibv_recv_wr.size, lengthBound(region.length, o.offset));
@@ -774,7 +774,7 @@ export class PreparedRecvChain extends PreparedChain {
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
     assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
     const operation = 'QueuePair.prepareRecvChain';
-    if (!Resource.isA(region, MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion');
+    if (!Resource.isA(region, MemoryRegion)) throw argumentError(operation, 'region', 'expected a MemoryRegion', 'ERR_INVALID_ARG_TYPE');
     const o = parseArgument(operation, 'options', recvChainOptionsSchema, options);
     super(target, chainSlots(operation, target, region, o), o, o.context, RECV_CHAIN_WR, target.receiveVerb, receivePostName(target), 'receives', undefined);
   }
@@ -801,7 +801,7 @@ export class PreparedSendChain extends PreparedChain {
     const operation = 'QueuePair.prepareSendChain';
     const o = parseArgument(operation, 'options', sendChainOptionsSchema, options);
     checkSendSource(operation, source, o.inline);
-    if (target.qpType === 'UD') throw argumentError(operation, 'queuePair', 'a chain sends on connected queue pairs only; post UD sends one by one');
+    if (target.qpType === 'UD') throw argumentError(operation, 'queuePair', 'a chain sends on connected queue pairs only; post UD sends one by one', 'ERR_INVALID_ARG_VALUE');
     const slots = chainSlots(operation, target, source, o);
     if (o.inline) checkInlineLength(operation, slots.length, target.maxInlineData);
     const kept = source instanceof MemoryRegion ? undefined : new KeptBuffer(operation, source);
