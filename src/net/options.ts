@@ -75,11 +75,22 @@ export type ResolvedSizes = z.output<typeof sizesSchema>;
 /** rsockets' sizes, resolved once. */
 export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}));
 
-/** node:net's rule and code for a port: any value but an integer 0–65535 is ERR_SOCKET_BAD_PORT. */
-const port = z.custom<number>((value) => Number.isInteger(value) && (value as number) >= 0 && (value as number) <= 65535, {
-  message: 'a port is an integer 0–65535',
-  params: { code: 'ERR_SOCKET_BAD_PORT' },
+/**
+ * node:net's rule and code for a port: any value but an integer 0–65535 is
+ * ERR_SOCKET_BAD_PORT; where `missing` is given, an absent port breaks that
+ * rule instead, as node:net's listen(options) without a port does
+ * (ERR_INVALID_ARG_VALUE).
+ */
+const portRule = (missing?: string) => z.custom<number>().superRefine((value, context) => {
+  if (Number.isInteger(value) && value >= 0 && value <= 65535) return;
+  const absent = value === undefined && missing !== undefined;
+  context.addIssue({
+    code: 'custom',
+    message: absent ? missing : 'a port is an integer 0–65535',
+    params: { code: absent ? 'ERR_INVALID_ARG_VALUE' : 'ERR_SOCKET_BAD_PORT' },
+  });
 });
+const port = portRule();
 // A refinement, not min/max: zod's length checks read the length of a non-string too (parseArgument catches what that throws, but names only 'options').
 const host = z.string().refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters');
 
@@ -200,8 +211,8 @@ export type ResolvedServer = z.output<typeof serverSchema>;
 
 /** What listen() takes. */
 export interface RdmaListenOptions {
-  /** The port to listen on, 0–65535. @defaultValue 0 (rdma_cm picks one) */
-  readonly port?: number;
+  /** The port to listen on, 0–65535 (0: rdma_cm picks one). Required, as node:net's listen(options) requires port (or path). */
+  readonly port: number;
   /** The address to listen on, 1–255 characters. @defaultValue '0.0.0.0' (every RDMA device's IPv4 addresses) */
   readonly host?: string;
   /** Connection requests queued before accept, 0–2147483647. @defaultValue 511, as node:net */
@@ -211,7 +222,7 @@ export interface RdmaListenOptions {
 }
 
 export const listenSchema = z.strictObject({
-  port: port.default(0),
+  port: portRule("listen(options) needs a port (node:net's needs a port or a path; 0 lets rdma_cm pick one)"),
   host: host.default('0.0.0.0'),
   backlog: z.number().int().min(0).max(0x7fffffff).default(511),
   signal: abortSignal.optional(),

@@ -503,14 +503,20 @@ export class RdmaSocket extends Duplex {
    * remote address space (rsockets' riowrite): no credit, no notification to
    * the peer, ordered after every byte already accepted by write(). Resolves
    * once every byte is handed to the device; rejects with EINVAL where no
-   * mapping of the peer's covers the range.
+   * mapping of the peer's covers the range, and rejects (never throws) for a
+   * bad argument or a socket not connected.
    */
   writeToRemote(data: Uint8Array, remoteOffset: number): Promise<void> {
     const operation = 'writeToRemote';
-    parseArgument(operation, 'data', bytes, data);
-    parseArgument(operation, 'remoteOffset', iomapOffset, remoteOffset);
-    this.#connected(operation);
-    const held = heldBytes(data);
+    let held: Uint8Array;
+    try {
+      parseArgument(operation, 'data', bytes, data);
+      parseArgument(operation, 'remoteOffset', iomapOffset, remoteOffset);
+      this.#connected(operation);
+      held = heldBytes(data);
+    } catch (error) {
+      return Promise.reject(error as Error); // a promise's method fails through its promise
+    }
     return new Promise((resolve, reject) => {
       this.#pendingDirect.push({ data: held, offset: 0, remoteOffset, resolve, reject });
       if (this.#pendingDirect.length === 1) this.#continueDirect();

@@ -29,7 +29,7 @@ import { RdmaServer, RdmaSocket, connect, createConnection, createServer } from 
 import { COMPLETION_MODES } from '../../src/api/work/completion-queue.js';
 import { hostRdmaDevices } from '../support/device.js';
 import {
-  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, isTruthfulView, junk, lyingBuffer, maybe, membersOf, mustAccept, refused, refusedAs, show, type Verdict,
+  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, isTruthfulView, junk, lyingBuffer, maybe, membersOf, mustAccept, refused, refusedAs, rejectedAs, show, type Verdict,
 } from '../support/fuzz.js';
 
 const devices = hostRdmaDevices();
@@ -223,8 +223,8 @@ const listenArgs: fc.Arbitrary<Args> = fc.oneof(
     args([port, host, backlog], 'options.backlog')),
   fc.tuple(positionalPort, fc.constantFrom(...HOSTS), ms, notCallback).map(([port, host, backlog, cb]) => args([port, host, backlog, cb], 'listeningListener')),
   fc.tuple(positionalPort, ms, notCallback).map(([port, backlog, cb]) => args([port, backlog, cb], 'listeningListener')),
-  fc.tuple(listenOptions, maybe(callback)).map(([options, cb]) => args([options, cb], brokenAt(options, LISTEN_RULES, 'options'))),
-  fc.tuple(listenOptions.filter((o) => brokenAt(o, LISTEN_RULES, 'options') === undefined), notCallback).map(([options, cb]) => args([options, cb], 'listeningListener')),
+  fc.tuple(listenOptions, maybe(callback)).map(([options, cb]) => args([options, cb], brokenAt(options, LISTEN_RULES, 'options', ['port']))),
+  fc.tuple(listenOptions.filter((o) => brokenAt(o, LISTEN_RULES, 'options', ['port']) === undefined), notCallback).map(([options, cb]) => args([options, cb], 'listeningListener')),
 );
 
 // ------------------------------------------------------------------ what follows a call: events and callbacks, bounded
@@ -537,7 +537,8 @@ const SOCKET_METHODS: fc.Arbitrary<Method> = fc.oneof(
   fc.tuple(fc.oneof(fc.uint8Array({ maxLength: 64 }), lyingBuffer, junk), fc.oneof(fc.nat(), hostileNumber, junk)).map(([data, offset]) => ({
     name: 'writeToRemote', list: [data, offset],
     refusedAt: !(data instanceof Uint8Array && honestCopy(data)) ? 'data' : !isInt(offset, 0, Number.MAX_SAFE_INTEGER) ? 'remoteOffset' : undefined,
-    call: (s: RdmaSocket) => s.writeToRemote(data as never, offset as never), check: () => false,
+    // A promise's method: it rejects, never throws.
+    call: (s: RdmaSocket) => s.writeToRemote(data as never, offset as never), check: () => false, rejects: true,
   })),
   fc.constant(null).map(() => ({ name: 'asyncDispose', list: [], refusedAt: undefined, call: (s: RdmaSocket) => s[Symbol.asyncDispose](), check: (s: RdmaSocket) => s.destroyed })),
   fc.constant(null).map(() => ({
@@ -564,6 +565,7 @@ test('a socket\'s methods, fresh, connecting, failed, ended and destroyed: hosti
     // Valid arguments may still meet a typed refusal of the state (ERR_SOCKET_CLOSED, ERR_SOCKET_CONNECTING): then nothing is called back.
     let threw = m.refusedAt !== undefined;
     if (m.refusedAt === true) ok = ledger.call(`${name} (refused by Node's Writable)`, () => m.call(socket), refused, input);
+    else if (m.refusedAt !== undefined && 'rejects' in m) ok = await ledger.callAsync(`${name} (refused)`, rejectedAs(m.refusedAt, () => m.call(socket) as Promise<unknown>), refused, input, WAIT_MS);
     else if (m.refusedAt !== undefined) ok = ledger.call(`${name} (refused)`, ...refusal(m.refusedAt, () => m.call(socket)), input);
     else {
       ok = await ledger.callAsync(name, async () => {

@@ -61,6 +61,10 @@ test('bad and meaningless options are refused with the parameter named', () => {
   ];
   for (const [args, path, code] of cases) assertRefusedAs(() => normalizeConnectArgs(args), path, code);
   assert.throws(() => normalizeListenArgs([{ port: 1, exclusive: true }]), /cluster mode is not supported/);
+  // node:net's listen(options) needs a port (or a path); listen() alone takes port 0.
+  assertRefusedAs(() => normalizeListenArgs([{}]), 'options.port', 'ERR_INVALID_ARG_VALUE');
+  assertRefusedAs(() => normalizeListenArgs([{ host: '10.0.0.1' }]), 'options.port', 'ERR_INVALID_ARG_VALUE');
+  assert.equal(normalizeListenArgs([]).options.port, 0);
   // An Object.prototype name is an unknown key, not a refused node:net option (whose rule was then Object.prototype's function).
   assert.throws(() => normalizeConnectArgs([{ port: 1, toString: 5 }]), (error: unknown) =>
     error instanceof RdmaArgumentError && error.issues.length === 1 && error.issues[0]!.path === 'options' && typeof error.issues[0]!.rule === 'string');
@@ -95,7 +99,7 @@ test('junk in a positional or callback slot is refused by name, never ignored (n
   assert.equal(server.maxConnections, undefined);
 });
 
-test('socket methods check their arguments before anything changes', () => {
+test('socket methods check their arguments before anything changes', async () => {
   const socket = new RdmaSocket();
   class Lying extends Uint8Array {
     override get length(): number {
@@ -121,11 +125,20 @@ test('socket methods check their arguments before anything changes', () => {
     [() => socket.end('x', () => undefined, 5 as never), 'callback'],
     [() => socket.mapForRemoteWrite(new Uint8Array(resizable)), 'buffer'],
     [() => socket.mapForRemoteWrite(Buffer.alloc(8), { offset: -1 }), 'options.offset'],
-    [() => socket.writeToRemote(new Proxy(Buffer.alloc(4), {}), 0), 'data'],
-    [() => socket.writeToRemote(Buffer.alloc(4), 0.5), 'remoteOffset', 'ERR_OUT_OF_RANGE'],
   ];
   for (const [call, path, code] of cases) assertRefusedAs(call, path, code);
   assert.equal(socket.timeout, 0, 'a refused setTimeout changed nothing');
+  // writeToRemote returns a promise: it rejects, never throws, for a bad argument or a socket not connected.
+  const rejections: [() => Promise<void>, string, string][] = [
+    [() => socket.writeToRemote(new Proxy(Buffer.alloc(4), {}), 0), 'data', 'ERR_INVALID_ARG_TYPE'],
+    [() => socket.writeToRemote(Buffer.alloc(4), 0.5), 'remoteOffset', 'ERR_OUT_OF_RANGE'],
+  ];
+  for (const [call, path, code] of rejections) {
+    let promise: Promise<void> | undefined;
+    assert.doesNotThrow(() => (promise = call()));
+    await assert.rejects(promise!, (error: unknown) => error instanceof RdmaArgumentError && error.code === code && error.issues[0]!.path === path);
+  }
+  await assert.rejects(socket.writeToRemote(Buffer.alloc(4), 0), { code: 'ERR_SOCKET_NOT_CONNECTED' });
   // A view of another kind given Buffer.prototype is written as the bytes it views, never indexed by its elements as a Buffer.
   const masquerade = Object.setPrototypeOf(new Uint16Array([0x0201, 0x0403]), Buffer.prototype) as Uint8Array;
   const stream = new RdmaSocket();

@@ -442,6 +442,28 @@ export function refusedAs<T>(parameter: string, fn: () => T): () => T {
   };
 }
 
+/** refusedAs for a method that returns a promise: it must reject (not throw) with an RdmaArgumentError naming `parameter`. */
+export function rejectedAs<T>(parameter: string, fn: () => Promise<T>): () => Promise<T> {
+  return async () => {
+    let promise: Promise<T>;
+    try {
+      promise = fn();
+    } catch (error) {
+      throw new WrongRefusal(`expected a rejection naming ${parameter}, but it threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    }
+    return refusedAsync(parameter, promise);
+  };
+}
+
+async function refusedAsync<T>(parameter: string, promise: Promise<T>): Promise<T> {
+  try {
+    return await promise;
+  } catch (error) {
+    if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
+    throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+  }
+}
+
 /** Runs fn, for input that is valid: any exception is the failure (untyped, so the ledger fails it), never a typed refusal. */
 export function mustAccept<T>(fn: () => T): () => T {
   return () => {
