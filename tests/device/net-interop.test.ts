@@ -9,12 +9,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect, createServer, type RdmaSocket } from '../../src/net/index.js';
+import { createServer, type RdmaSocket } from '../../src/net/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
 import { checkRstream, rstreamExchange } from '../support/rstream-peer.js';
 import { rcopyClient, rcopyServe } from '../support/rcopy-peer.js';
 import { riostreamExchange, type ExchangeProgress } from '../support/riostream-peer.js';
+import { connectWhenListening } from '../support/tool-connect.js';
 import { within } from '../support/within.js';
 
 /** rstream's custom runs: latency (count 1) and bandwidth (iterations 1) at each size. */
@@ -37,23 +38,6 @@ const TOOL_EXIT_MS = 150_000;
 
 /** How long the exchange may go on after the tool exited (its last write may still be unread here). */
 const TOOL_EXIT_GRACE_MS = 5_000;
-
-/** Connects, retrying while the peer tool is still starting (bounded, and each step too: a stall says which). */
-async function connectWhenListening(port: number, iomapEntries = 0): Promise<RdmaSocket> {
-  for (let attempt = 0; ; attempt++) {
-    const socket = connect({ port, host: deviceAddress(), rdma: { iomapEntries } });
-    const closed = new Promise((resolve) => socket.once('close', resolve));
-    // Plain listeners: events.once('connect') would reject at the 'error' event itself.
-    const outcome = await within(new Promise<'connected' | (Error & { code: string })>((resolve) => {
-      socket.once('connect', () => resolve('connected'));
-      socket.once('error', (error: Error & { code: string }) => resolve(error));
-    }), 30_000, () => `attempt ${attempt + 1} to connect to port ${port}: neither 'connect' nor 'error' (readyState ${socket.readyState})`);
-    if (typeof outcome === 'string') return socket;
-    await within(closed, 10_000, `attempt ${attempt + 1} failed with ${outcome.code}, and the socket did not close`);
-    if (outcome.code !== 'ECONNREFUSED' || attempt >= 40) throw outcome;
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
 
 /** One of rdma-core's tools and this side of its application protocol. */
 interface ToolPeer {
@@ -194,3 +178,4 @@ for (const plan of IO_PLANS) {
   test(`riostream client → TypeScript server (iomap): ${plan.name}`, { timeout: 180_000 }, () => toolClientToServer(RIOSTREAM, plan));
   test(`TypeScript client → riostream server (iomap): ${plan.name}`, { timeout: 180_000 }, () => clientToToolServer(RIOSTREAM, plan));
 }
+

@@ -1,10 +1,12 @@
 // The device tier in one process (node start-up is slow in the emulated guest).
 // With CI=true the tier refuses to run without a device instead of skipping.
-// RDMACM_TEST_ONLY=name[,name] runs only those files (e.g. "connection").
+// RDMACM_TEST_ONLY=name[,name] runs only those files (e.g. "connection");
+// RDMACM_TEST_EXCEPT=name[,name] runs all but those (a second pass leaves out
+// what the first ran at length). Either says what it left out.
 import { after } from 'node:test';
 import { hasDevice, testDevice } from '../support/device.js';
 
-const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-interop', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
+const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');
@@ -37,18 +39,23 @@ const holdLoop = setInterval(() => undefined, 60_000);
 
 // A filter says what it left out (scripts/test.sh repeats the line under its
 // closing count), and a name that is not a file is an error, not an empty run.
-const only = process.env.RDMACM_TEST_ONLY?.split(',').map((name) => name.trim()).filter((name) => name !== '');
-if (only) {
-  const unknown = only.filter((name) => !files.includes(name));
+const fileList = (variable: string) => {
+  const names = process.env[variable]?.split(',').map((name) => name.trim()).filter((name) => name !== '');
+  const unknown = names?.filter((name) => !files.includes(name)) ?? [];
   if (unknown.length > 0) {
-    console.error(`device tier: RDMACM_TEST_ONLY names no test file: ${unknown.join(', ')} (the files: ${files.join(', ')})`);
+    console.error(`device tier: ${variable} names no test file: ${unknown.join(', ')} (the files: ${files.join(', ')})`);
     process.exit(1);
   }
-  const dropped = files.filter((file) => !only.includes(file));
-  console.log(`device tier: RDMACM_TEST_ONLY=${only.join(',')}: not run (${dropped.length} of ${files.length} files): ${dropped.join(', ') || 'none'}`);
-}
+  return names;
+};
+const only = fileList('RDMACM_TEST_ONLY');
+const except = fileList('RDMACM_TEST_EXCEPT') ?? [];
+const runs = (file: string) => (!only || only.includes(file)) && !except.includes(file);
+const dropped = files.filter((file) => !runs(file));
+const filter = [only && `RDMACM_TEST_ONLY=${only.join(',')}`, except.length > 0 && `RDMACM_TEST_EXCEPT=${except.join(',')}`].filter(Boolean).join(' ');
+if (filter) console.log(`device tier: ${filter}: not run (${dropped.length} of ${files.length} files): ${dropped.join(', ') || 'none'}`);
 for (const file of files) {
-  if (!only || only.includes(file)) await import(`./${file}.test.js`);
+  if (runs(file)) await import(`./${file}.test.js`);
 }
 
 // Every test closes what it opened, so the loop should drain by itself; if a

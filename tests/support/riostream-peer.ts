@@ -6,6 +6,7 @@
 // last one with a marker in its last byte that the peer polls for (even from
 // the client, odd from the server). With -T v the final write of an iteration
 // carries the sender's running byte count mod 256 in bytes 0..size-2.
+// Its default run (DEFAULT_RUN) is such runs at four sizes, on two connections.
 import { Buffer } from 'node:buffer';
 import type { RdmaSocket } from '../../src/net/index.js';
 import { ExactReader } from './rstream-peer.js';
@@ -24,11 +25,35 @@ export interface ExchangeProgress {
   phase: string;
 }
 
+/** One run_test of riostream: `count` writes of `size` bytes each way per iteration; `verify` as its -T v (the default). */
+export interface RiostreamPlan {
+  readonly size: number;
+  readonly count: number;
+  readonly iterations: number;
+  readonly verify?: boolean;
+}
+
+/** rdma-core's size_to_count (librdmacm/examples/common.c): the transfers of each size in a default run. */
+const sizeToCount = (size: number) => (size >= 1 << 20 ? 100 : size >= 1 << 16 ? 1000 : size >= 1 << 10 ? 10_000 : 100_000);
+
+/** The sizes of riostream's default run (its test_size[] entries of option 0). */
+const DEFAULT_SIZES = [64, 4096, 1 << 16, 1 << 20];
+
+/**
+ * riostream's default run (no -S): each size's latency test on one
+ * connection, then each size's bandwidth test on a second. It formats
+ * nothing without -T v, so only the markers can be checked.
+ */
+export const DEFAULT_RUN: Readonly<Record<'latency' | 'bandwidth', readonly RiostreamPlan[]>> = {
+  latency: DEFAULT_SIZES.map((size) => ({ size, count: 1, iterations: sizeToCount(size), verify: false })),
+  bandwidth: DEFAULT_SIZES.map((size) => ({ size, count: sizeToCount(size), iterations: 1, verify: false })),
+};
+
 export async function riostreamExchange(
-  socket: RdmaSocket, role: 'client' | 'server', plan: { size: number; count: number; iterations: number },
+  socket: RdmaSocket, role: 'client' | 'server', plan: RiostreamPlan,
   progress: ExchangeProgress = { phase: '' }, timeoutMs = 60_000,
 ): Promise<void> {
-  const { size } = plan;
+  const { size, verify = true } = plan;
   const reader = new ExactReader(socket);
   const buffer = Buffer.alloc(size);
   buffer[size - 1] = 0xff;
@@ -38,7 +63,7 @@ export async function riostreamExchange(
   let marker = 0;
   const write = (data: Buffer) => new Promise<void>((resolve, reject) => socket.write(data, (error) => (error ? reject(error) : resolve())));
   const finalWrite = async () => {
-    for (let i = 0; i < size - 1; i++) buffer[i] = (sent + i) & 0xff;
+    if (verify) for (let i = 0; i < size - 1; i++) buffer[i] = (sent + i) & 0xff;
     sent += size - 1;
     buffer[size - 1] = marker++ & 0xff;
     await socket.writeToRemote(buffer, 0);
@@ -47,7 +72,7 @@ export async function riostreamExchange(
     const expected = marker++ & 0xff;
     progress.phase = `awaiting the peer's marker ${expected} in the last byte (${received} B verified so far)`;
     await until(() => buffer[size - 1] === expected, timeoutMs);
-    for (let i = 0; i < size - 1; i++) {
+    for (let i = 0; verify && i < size - 1; i++) {
       if (buffer[i] !== ((received + i) & 0xff)) throw new Error(`data verification failed at byte ${received + i}`);
     }
     received += size - 1;
