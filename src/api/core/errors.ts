@@ -56,9 +56,9 @@ export class RdmaArgumentError extends TypeError {
 
 /**
  * Node's code for one zod issue. A fraction, NaN or infinity fails zod's type
- * check but is a number out of range to Node, as a number past its bounds is; a custom check names its code
- * in `params.code` (the class checks say ERR_INVALID_ARG_TYPE), else it is a
- * value rule.
+ * check but is a number out of range to Node, as a number past its bounds is;
+ * a custom check names its code in `params.code` (the class checks say
+ * ERR_INVALID_ARG_TYPE), else it is a value rule.
  */
 function nodeCodeOf(issue: z.core.$ZodIssue): ArgumentErrorCode {
   switch (issue.code) {
