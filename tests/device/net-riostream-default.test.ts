@@ -13,8 +13,9 @@ import { DEFAULT_RUN, riostreamExchange, type ExchangeProgress } from '../suppor
 import { connectWhenListening } from '../support/tool-connect.js';
 import { within } from '../support/within.js';
 
-/** riostream exited 0 having printed every row of its default run (it exits 0 even when a test failed). */
-function checkRiostreamDefault(result: Finished): void {
+/** riostream exited 0 having printed every row of its default run (it exits 0 even when a test failed); the rows go to the log. */
+function checkRiostreamDefault(result: Finished, title: string): void {
+  console.log(`# ${title}:\n${result.stdout.trim().replace(/^/gm, '#   ')}`);
   const context = `exit ${result.code}\n${result.stdout}\n${result.stderr}`;
   assert.equal(result.code, 0, context);
   for (const row of ['64_lat', '4k_lat', '64k_lat', '1m_lat', '64_bw', '4k_bw', '64k_bw', '1m_bw']) {
@@ -25,6 +26,15 @@ function checkRiostreamDefault(result: Finished): void {
 /** riostream's default run takes about 45 s with C on both sides in the guest; this side is slower at 64 B. */
 const DEFAULT_RUN_MS = 540_000;
 const PHASES = ['latency', 'bandwidth'] as const;
+
+/** `run`, bounded; a failure says where this side stood and what riostream printed. */
+async function boundedRun<T>(run: Promise<T>, tool: ReturnType<typeof start>, progress: ExchangeProgress): Promise<T> {
+  return within(run, DEFAULT_RUN_MS, () => `the run did not end (this side: ${progress.phase})`).catch(async (error: unknown) => {
+    tool.kill();
+    const ended = await tool.finished;
+    throw new Error(`${String(error)} (this side: ${progress.phase}); riostream exited ${ended.code}: ${ended.stdout} ${ended.stderr}`, { cause: error });
+  });
+}
 
 test('riostream client → TypeScript server (iomap): its default run, latency then bandwidth on a second connection, 64 B to 1 MiB', { timeout: DEFAULT_RUN_MS + 60_000 }, async () => {
   const progress: ExchangeProgress = { phase: 'not connected' };
@@ -56,13 +66,8 @@ test('riostream client → TypeScript server (iomap): its default run, latency t
   await once(server, 'listening');
   try {
     const tool = start('riostream', ['-s', deviceAddress(), '-p', String(server.address()!.port)]);
-    const [result] = await within(Promise.all([tool.finished, served]), DEFAULT_RUN_MS, () => `the run did not end (this side: ${progress.phase})`).catch(async (error: unknown) => {
-      tool.kill();
-      const ended = await tool.finished;
-      throw new Error(`${String(error)} (this side: ${progress.phase}); riostream exited ${ended.code}: ${ended.stdout} ${ended.stderr}`, { cause: error });
-    });
-    console.log(`# riostream client, default run against this server:\n${result.stdout.trim().replace(/^/gm, '#   ')}`);
-    checkRiostreamDefault(result);
+    const [result] = await boundedRun(Promise.all([tool.finished, served]), tool, progress);
+    checkRiostreamDefault(result, 'riostream client, default run against this server');
   } finally {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
@@ -85,13 +90,8 @@ test('TypeScript client → riostream server (iomap): its default run, latency t
     return tool.finished;
   };
   try {
-    const result = await within(run(), DEFAULT_RUN_MS, () => `the run did not end (this side: ${progress.phase})`).catch(async (error: unknown) => {
-      tool.kill();
-      const ended = await tool.finished;
-      throw new Error(`${String(error)} (this side: ${progress.phase}); riostream exited ${ended.code}: ${ended.stdout} ${ended.stderr}`, { cause: error });
-    });
-    console.log(`# riostream server, default run against this client:\n${result.stdout.trim().replace(/^/gm, '#   ')}`);
-    checkRiostreamDefault(result);
+    const result = await boundedRun(run(), tool, progress);
+    checkRiostreamDefault(result, 'riostream server, default run against this client');
   } finally {
     tool.kill();
   }
