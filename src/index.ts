@@ -47,7 +47,7 @@ export {
   type WcFlagName, type WcOpcodeName, type WcStatusName,
 } from './api/core/enums.js';
 export {
-  RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, AbortError,
+  RdmaError, UnsupportedError, LibraryLoadError, RdmaArgumentError, ResourceClosedError, AbortError, InvalidThisError,
   type ArgumentIssue, type ArgumentErrorCode, type MissingPiece, type Requirement,
 } from './api/core/errors.js';
 

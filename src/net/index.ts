@@ -4,5 +4,6 @@
 export { RdmaSocket, connect, connect as createConnection, type RdmaSocketOptions, type RdmaMapping } from './socket.js';
 export { RdmaServer, createServer, type DropInfo } from './server.js';
 export { RdmaNetError, RdmaNetCodeError } from './errors.js';
+export { InvalidThisError } from '../api/core/errors.js';
 export { ProtocolError as RdmaProtocolError } from './wire.js';
 export type { RdmaConnectOptions, RdmaListenOptions, RdmaServerOptions, RdmaSocketSizes } from './options.js';

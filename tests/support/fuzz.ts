@@ -1,6 +1,7 @@
 // The bookkeeping and the arbitraries shared by the fuzzing files (host and device).
 // Contract (issue 32): every call returns, or throws one of the API's typed errors
-// (RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError, AbortError;
+// (RdmaArgumentError, RdmaError, ResourceClosedError, UnsupportedError, AbortError,
+// InvalidThisError for a member called on a `this` not of its class;
 // for rdmacm/net also its node:net-shaped errors and, where the ledger is told so,
 // Node's own coded errors), never another exception, a crash or a hang. A ledger counts each call's outcome
 // per function; untyped exceptions and accepted junk fail the property unless the
@@ -8,10 +9,10 @@
 import { isDataView } from 'node:util/types';
 import fc from 'fast-check';
 import {
-  AbortError, RdmaArgumentError, RdmaError, RdmaNetCodeError, RdmaNetError, RdmaProtocolError, ResourceClosedError, UnsupportedError,
+  AbortError, InvalidThisError, RdmaArgumentError, RdmaError, RdmaNetCodeError, RdmaNetError, RdmaProtocolError, ResourceClosedError, UnsupportedError,
 } from '../../src/index.js';
 
-export type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'aborted' | 'net' | 'node' | 'untyped';
+export type Outcome = 'returned' | 'accepted' | 'argument' | 'native' | 'closed' | 'unsupported' | 'aborted' | 'invalidThis' | 'net' | 'node' | 'untyped';
 /** What a check says of a returned value: right, wrong, or a result for input that should have been refused. */
 export type Verdict = boolean | 'accepted-junk';
 
@@ -85,6 +86,9 @@ function classify(error: unknown, nodeErrors: boolean): { outcome: Outcome; ok: 
   }
   if (error instanceof ResourceClosedError) return { outcome: 'closed', ok: error.code === 'ERR_RDMACM_CLOSED' };
   if (error instanceof AbortError) return { outcome: 'aborted', ok: error.code === 'ABORT_ERR' };
+  if (error instanceof InvalidThisError) {
+    return { outcome: 'invalidThis', ok: error.code === 'ERR_INVALID_THIS' && /^Value of "this" must be of type [A-Z]/.test(error.message) };
+  }
   if (error instanceof RdmaNetError || error instanceof RdmaNetCodeError || error instanceof RdmaProtocolError) {
     return { outcome: 'net', ok: typeof error.code === 'string' && error.code !== '' };
   }
@@ -104,7 +108,7 @@ export class FuzzLedger {
     let t = this.tallies.get(name);
     if (!t) {
       t = {
-        calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, aborted: 0, net: 0, node: 0, untyped: 0 },
+        calls: 0, outcomes: { returned: 0, accepted: 0, argument: 0, native: 0, closed: 0, unsupported: 0, aborted: 0, invalidThis: 0, net: 0, node: 0, untyped: 0 },
         acceptedExamples: [], untypedExamples: new Map(), slowestMs: 0,
       };
       this.tallies.set(name, t);
@@ -193,11 +197,11 @@ export class FuzzLedger {
   report(label: string, elapsedS: number, seed: number): string[] {
     const lines = [`${label}: ${this.totalCalls} calls in ${elapsedS.toFixed(1)} s (seed ${seed}), ${this.sum('returned')} returned, `
       + `${this.sum('argument')} argument errors, ${this.sum('native')} native errors, ${this.sum('closed')} closed, `
-      + `${this.sum('unsupported')} unsupported, ${this.sum('aborted')} aborted, ${this.sum('net')} net, ${this.sum('node')} node, ${this.sum('untyped')} untyped and ${this.sum('accepted')} junk accepted (known src bugs)`];
+      + `${this.sum('unsupported')} unsupported, ${this.sum('aborted')} aborted, ${this.sum('invalidThis')} invalid this, ${this.sum('net')} net, ${this.sum('node')} node, ${this.sum('untyped')} untyped and ${this.sum('accepted')} junk accepted (known src bugs)`];
     for (const [name, t] of this.tallies) {
       const o = t.outcomes;
       lines.push(`${label}:   ${name}: ${t.calls} calls, ${o.returned} returned, ${o.argument} argument, ${o.native} native, ${o.closed} closed, `
-        + `${o.aborted} aborted, ${o.net} net, ${o.node} node, ${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
+        + `${o.aborted} aborted, ${o.invalidThis} invalid this, ${o.net} net, ${o.node} node, ${o.untyped} untyped, ${o.accepted} junk accepted, slowest ${t.slowestMs.toFixed(1)} ms`);
       for (const example of t.acceptedExamples) lines.push(`${label}:     junk accepted (known bug): ${example}`);
       for (const example of t.untypedExamples.values()) lines.push(`${label}:     untyped (known bug): ${example}`);
     }
@@ -462,6 +466,25 @@ async function refusedAsync<T>(parameter: string, promise: Promise<T>): Promise<
     if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
     throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
   }
+}
+
+/**
+ * Runs fn, a member called on a forged `this`, and takes what an async
+ * generator it returns does at its first next() (its body runs only then):
+ * any exception or rejection must be InvalidThisError, the receiver check
+ * that comes before anything else.
+ */
+export function refusedAsInvalidThis(fn: () => unknown): () => Promise<unknown> {
+  return async () => {
+    try {
+      const result = await fn();
+      const next = result !== null && typeof result === 'object' && Symbol.asyncIterator in result ? (result as { next?: unknown }).next : undefined;
+      return typeof next === 'function' ? await (next as () => unknown).call(result) : result;
+    } catch (error) {
+      if (error instanceof InvalidThisError) throw error;
+      throw new WrongRefusal(`expected an InvalidThisError, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+    }
+  };
 }
 
 /** Runs fn, for input that is valid: any exception is the failure (untyped, so the ledger fails it), never a typed refusal. */

@@ -12,7 +12,8 @@ import { rdma_event_channel } from '../../structs/rdma-cma.js';
 import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from '../core/fd-watcher.js';
 import { nativeScratch } from '../core/native-memory.js';
-import { Resource } from '../core/resource.js';
+import { Resource, handleToRelease } from '../core/resource.js';
+import { InvalidThisError } from '../core/errors.js';
 
 // setTimeout's limit: a longer delay fires at once. A deadline further off
 // re-arms the timer each time it fires.
@@ -72,6 +73,8 @@ export function setRequestAdopter(adopter: RequestAdopter): void {
 }
 
 export class EventChannel extends Resource implements AsyncIterable<ChannelEvent> {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   readonly fd: number;
   readonly #watcher: FdWatcher;
   /** The ids on this channel by address: a Map lookup by BigInt compares with a runtime call. */
@@ -101,6 +104,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
    * way; the deadline timer follows suit.
    */
   setRef(ref: boolean): void {
+    if (!(#brand in this)) throw new InvalidThisError('EventChannel');
     this.#ref = ref;
     this.#watcher.setRef(ref);
     if (ref) this.#deadlineTimer?.ref();
@@ -110,12 +114,14 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
 
   /** @internal Routes events of `idHandle` to `target`. */
   [attachTarget](idHandle: Pointer, target: EventTarget): void {
+    if (!(#brand in this)) throw new InvalidThisError('EventChannel');
     this.ensureOpen('attach');
     this.#targets.set(Number(idHandle), target);
   }
 
   /** @internal */
   [detachTarget](idHandle: Pointer): void {
+    if (!(#brand in this)) throw new InvalidThisError('EventChannel');
     this.#targets.delete(Number(idHandle));
   }
 
@@ -127,6 +133,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
    * rarely there yet (a read would only find EAGAIN).
    */
   [expectEvent](timeoutMs?: number): number {
+    if (!(#brand in this)) throw new InvalidThisError('EventChannel');
     this.ensureOpen('wait for an event');
     this.#demand++;
     const deadline = timeoutMs === undefined ? Infinity : this.#now() + timeoutMs;
@@ -158,6 +165,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
 
   /** @internal An operation stopped waiting (served, timed out or aborted). */
   [settleWait](): void {
+    if (!(#brand in this)) throw new InvalidThisError('EventChannel');
     // With nobody waiting, stop watching the fd and the clock, so an idle channel does not keep the process alive.
     if (--this.#demand === 0) {
       this.#watcher.setInterest(false);
@@ -260,6 +268,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
    * operation (resolveAddr, connect, …) waits for go to that operation.
    */
   [Symbol.asyncIterator](): AsyncIterator<ChannelEvent> {
+    if (!(#brand in this)) throw new InvalidThisError('EventChannel');
     this.ensureOpen('iterate');
     this.#iterators++;
     let finished = false;
@@ -285,10 +294,12 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
   }
 
   protected release(): void {
+    if (!(#brand in this)) throw new InvalidThisError('EventChannel');
+    const handle = handleToRelease(this, 'EventChannel');
     this.#disarmDeadlineTimer();
     this.#watcher.close();
     for (const waiter of this.#iteratorWaiters.splice(0)) waiter({ value: undefined, done: true });
     this.#targets.clear();
-    librdmacm.rdma_destroy_event_channel(this.handle);
+    librdmacm.rdma_destroy_event_channel(handle);
   }
 }

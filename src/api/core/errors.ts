@@ -1,7 +1,8 @@
 // The safe API's error families: native (RdmaError), bad input (RdmaArgumentError),
 // closed resources (ResourceClosedError), failed work (WorkCompletionError),
-// connection-manager events that end an operation (ConnectionError) and aborted
-// waits (AbortError, as Node's own).
+// connection-manager events that end an operation (ConnectionError), aborted
+// waits (AbortError, as Node's own) and members called on a `this` that is not
+// their class's (InvalidThisError, Node's ERR_INVALID_THIS).
 import type { z } from 'zod';
 export { RdmaError, UnsupportedError, LibraryLoadError } from '../../ffi/errors.js';
 export type { MissingPiece } from '../../ffi/diagnosis.js';
@@ -115,6 +116,23 @@ export class AbortError extends Error {
   readonly code = 'ABORT_ERR';
   constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
     super(message, options);
+  }
+}
+
+/**
+ * A method, getter or setter was called on a `this` that is not an instance
+ * of its class made by this package: `Object.create(QueuePair.prototype)`, an
+ * object given the prototype, a Proxy of an instance (which has none of its
+ * private state), or an instance of another class (`call`, `apply`, a method
+ * detached from its object). Shaped as Node's own classes throw it
+ * (`URLSearchParams.prototype.get.call({})`): a TypeError with code
+ * 'ERR_INVALID_THIS' and the message Node uses. Nothing reached native code.
+ */
+export class InvalidThisError extends TypeError {
+  readonly code = 'ERR_INVALID_THIS';
+  /** @param type - The class the member belongs to: 'QueuePair', 'Resource', … */
+  constructor(type: string) {
+    super(`Value of "this" must be of type ${type}`);
   }
 }
 

@@ -1,8 +1,21 @@
 // What every safe resource shares: one native handle, a parent it keeps alive,
 // children (and users) it closes first, idempotent close(), `using` support,
-// and a ResourceClosedError for any use after close.
+// a ResourceClosedError for any use after close, and an InvalidThisError for
+// any member called on a `this` that is not one.
+//
+// The receiver check. A member can be called on any `this` (`call`, a method
+// detached from its object, `Object.create(QueuePair.prototype)`, an object
+// given the prototype, a Proxy): such a `this` has none of the private fields,
+// and may have own properties that shadow the prototype's (`handle`,
+// `ensureOpen`, `owned`). So every member of every resource class first checks
+// the brand of the class that defines it, `#brand in this` (a private-brand
+// check: a compare in optimized code), inline, and throws InvalidThisError
+// before it reads anything of `this`; a check called through `this` (as
+// `this.ensureOpen()`) would be the forged object's own. Resource's own
+// members check `#handle`. release() frees the handle only when close() runs
+// it (handleToRelease), so no call of it frees a pointer the package did not make.
 import process from 'node:process';
-import { ResourceClosedError } from './errors.js';
+import { InvalidThisError, RdmaArgumentError, ResourceClosedError } from './errors.js';
 import type { Pointer } from '../../ffi/library.js';
 
 const leakWarnings = new FinalizationRegistry<string>((description) => {
@@ -11,7 +24,29 @@ const leakWarnings = new FinalizationRegistry<string>((description) => {
   });
 });
 
+/**
+ * The error of Resource's own members for a `this` that is not a Resource,
+ * made out of line: each check stays a few bytes of bytecode, and `closed`
+ * (read at every post) small enough for V8 to inline it anywhere.
+ */
+function notAResource(): InvalidThisError {
+  return new InvalidThisError('Resource');
+}
+
+/** The resource whose release() close() is running; release() calls none of the caller's JavaScript. */
+let releasing: Resource | undefined;
+
+/**
+ * @internal For release() implementations, after their brand check: the
+ * handle to free, read from the private field (never an own `handle` that
+ * shadows the getter). Only while close() runs the resource's release();
+ * release() called any other way (it is callable at run time) is refused
+ * before it frees anything, so nothing is freed twice.
+ */
+export let handleToRelease: (resource: Resource, type: string) => Pointer;
+
 export abstract class Resource {
+  /** The native pointer; also the brand Resource's own members check (`#handle in this`). */
   #handle: Pointer;
   #closed = false;
   /** Made by the first child: most resources (QPs, regions, CQs) never have one. */
@@ -62,19 +97,32 @@ export abstract class Resource {
     return value instanceof type && #handle in value;
   }
 
+  static {
+    handleToRelease = (resource, type) => {
+      if (!(#handle in resource)) throw new InvalidThisError(type);
+      if (releasing !== resource) {
+        throw new RdmaArgumentError(`${type}.release`, [{ path: 'this', rule: 'release() is internal to rdmacm: close() runs it, once', code: 'ERR_INVALID_ARG_VALUE' }]);
+      }
+      return resource.#handle;
+    };
+  }
+
   /** Whether close() has run (on this resource or a parent). */
   get closed(): boolean {
+    if (!(#handle in this)) throw notAResource();
     return this.#closed;
   }
 
   /** The native pointer. Unsafe: it dangles after close(). */
   get unsafeHandle(): Pointer {
+    if (!(#handle in this)) throw notAResource();
     this.ensureOpen('unsafeHandle');
     return this.#handle;
   }
 
   /** Moves this resource under another parent (rdma_migrate_id moves an id to another channel). */
   protected reparent(parent: Resource | undefined): void {
+    if (!(#handle in this)) throw notAResource();
     if (parent === this.parent) return;
     parent?.ensureOpen(`move a ${this.kind}`);
     if (this.parent) this.parent.#children!.delete(this);
@@ -88,6 +136,7 @@ export abstract class Resource {
    * closes it first, as a parent would (a QP on a CQ it does not own).
    */
   protected use(resource: Resource): void {
+    if (!(#handle in this)) throw notAResource();
     resource.ensureOpen(`create a ${this.kind} on it`);
     (resource.#users ??= new Set()).add(this);
     (this.#used ??= []).push(resource);
@@ -95,16 +144,19 @@ export abstract class Resource {
 
   /** Throws ResourceClosedError when closed. */
   protected ensureOpen(operation: string): void {
+    if (!(#handle in this)) throw notAResource();
     if (this.#closed) throw new ResourceClosedError(this.kind, operation);
   }
 
   /** The handle, for this resource's own native calls. */
   protected get handle(): Pointer {
+    if (!(#handle in this)) throw notAResource();
     return this.#handle;
   }
 
   /** Closes children and users (newest first), then frees this resource's native object. Idempotent. */
   close(): void {
+    if (!(#handle in this)) throw notAResource();
     if (this.#closed) return;
     let firstError: unknown;
     const dependents = [...(this.#children ?? []), ...(this.#users ?? [])];
@@ -117,11 +169,14 @@ export abstract class Resource {
     }
     this.#closed = true;
     leakWarnings.unregister(this);
+    const outer = releasing;
+    releasing = this;
     try {
       this.release();
     } catch (error) {
       firstError ??= error;
     } finally {
+      releasing = outer;
       if (this.parent) this.parent.#children!.delete(this);
       if (this.#used) for (const resource of this.#used) resource.#users!.delete(this);
     }
@@ -129,9 +184,14 @@ export abstract class Resource {
   }
 
   [Symbol.dispose](): void {
+    if (!(#handle in this)) throw notAResource();
     this.close();
   }
 
-  /** Frees the native object; called once, after the children are closed. */
+  /**
+   * Frees the native object; called once, by close(), after the children are
+   * closed. An implementation checks its class's brand first, then frees
+   * handleToRelease(this, …), which refuses any call but close()'s.
+   */
   protected abstract release(): void;
 }

@@ -11,7 +11,8 @@ import { RdmaError, checkVerbs } from '../../ffi/errors.js';
 import type { Pointer } from '../../ffi/library.js';
 import { ibv_mr } from '../../structs/verbs-resources.js';
 import type { AccessName } from '../core/enums.js';
-import { Resource } from '../core/resource.js';
+import { Resource, handleToRelease } from '../core/resource.js';
+import { InvalidThisError } from '../core/errors.js';
 import { z } from 'zod';
 import { parseArgument } from '../core/validate.js';
 import { assertInternal, type Internal } from '../core/internal.js';
@@ -28,6 +29,8 @@ export interface RemoteRegion {
 }
 
 export class MemoryRegion extends Resource {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   /** The registered memory. Valid for as long as this object is reachable. */
   readonly buffer: Buffer;
   /** The memory's native address. */
@@ -76,21 +79,25 @@ export class MemoryRegion extends Resource {
 
   /** The protection domain this region belongs to. */
   get protectionDomain(): Resource {
+    if (!(#brand in this)) throw new InvalidThisError('MemoryRegion');
     return this.parent!;
   }
 
   /** The remote descriptor to hand a peer (only useful with REMOTE_READ/WRITE access). */
   get remote(): RemoteRegion {
+    if (!(#brand in this)) throw new InvalidThisError('MemoryRegion');
     this.ensureOpen('remote');
     return { address: this.address, rkey: this.rkey, length: this.length };
   }
 
   /** ibv_dereg_mr. Same as close(). */
   deregister(): void {
+    if (!(#brand in this)) throw new InvalidThisError('MemoryRegion');
     this.close();
   }
 
   protected release(): void {
-    checkVerbs('ibv_dereg_mr', libibverbs.ibv_dereg_mr(this.handle));
+    if (!(#brand in this)) throw new InvalidThisError('MemoryRegion');
+    checkVerbs('ibv_dereg_mr', libibverbs.ibv_dereg_mr(handleToRelease(this, 'MemoryRegion')));
   }
 }

@@ -9,7 +9,8 @@ import { libibverbs } from '../../ffi/libibverbs.js';
 import { RdmaError, checkPointer, checkVerbs } from '../../ffi/errors.js';
 import type { Pointer } from '../../ffi/library.js';
 import { ibv_comp_channel } from '../../structs/verbs-resources.js';
-import { Resource } from '../core/resource.js';
+import { Resource, handleToRelease } from '../core/resource.js';
+import { InvalidThisError } from '../core/errors.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { FdWatcher, setNonBlocking } from '../core/fd-watcher.js';
 
@@ -42,6 +43,8 @@ export let joinChannel: (channel: CompletionChannel, cq: bigint, member: Channel
 export let contextOfChannel: (channel: CompletionChannel) => Pointer;
 
 export class CompletionChannel extends Resource {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   /** The channel's fd (non-blocking): readable while an event waits. */
   readonly fd: number;
   readonly #members = new Map<bigint, ChannelMember>();
@@ -71,6 +74,7 @@ export class CompletionChannel extends Resource {
 
   /** How many completion queues use this channel. */
   get queues(): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionChannel');
     return this.#members.size;
   }
 
@@ -135,9 +139,11 @@ export class CompletionChannel extends Resource {
   }
 
   protected release(): void {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionChannel');
+    const handle = handleToRelease(this, 'CompletionChannel');
     // Its queues were closed first (they are its users): no member is left.
     this.#watcher?.close();
     this.#watcher = undefined;
-    checkVerbs('ibv_destroy_comp_channel', libibverbs.ibv_destroy_comp_channel(this.handle));
+    checkVerbs('ibv_destroy_comp_channel', libibverbs.ibv_destroy_comp_channel(handle));
   }
 }

@@ -18,10 +18,10 @@ import { contextOps, repeatedVerbCall, type ContextOps } from '../../ffi/inline-
 import type { FixedCall } from '../../ffi/bound-call.js';
 import { readPointer, toAddress, type Pointer } from '../../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../../structs/verbs-resources.js';
-import { Resource } from '../core/resource.js';
+import { Resource, handleToRelease } from '../core/resource.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { contextOf } from './work-request-ids.js';
-import { ResourceClosedError } from '../core/errors.js';
+import { InvalidThisError, ResourceClosedError } from '../core/errors.js';
 import { argumentError, numberIssue } from '../core/validate.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from '../core/fd-watcher.js';
 import { CompletionChannel, joinChannel, type ChannelWatch } from './completion-channel.js';
@@ -46,6 +46,12 @@ const MAX_SPIN_BUDGET_US = 1_000_000;
 const MAX_TIME_SLICE_MS = 1000;
 
 const BATCH = 16;
+/**
+ * The *At accessors' rule for a bad index, made once: a template literal in
+ * #at would be bytecode in every accessor TurboFan inlines into a poll loop,
+ * within a budget that five accessors and their receiver checks fill.
+ */
+const INDEX_RULE = `expected an integer from 0 to ${BATCH - 1}`;
 const ACK_BATCH = 16;
 const EAGAIN = 11;
 const CQ_CHANNEL = koffi.offsetof(ibv_cq, 'channel');
@@ -108,6 +114,8 @@ interface Waiter {
 }
 
 export class CompletionQueue extends Resource implements AsyncIterable<WorkCompletion> {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   #mode: CompletionMode = 'adaptive';
   /** Adaptive mode's spin budget, in ms. */
   #spinBudgetMs = DEFAULT_SPIN_BUDGET_US / 1000;
@@ -162,9 +170,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 'adaptive'
    */
   get mode(): CompletionMode {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return this.#mode;
   }
   set mode(mode: CompletionMode) {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
     this.#mode = mode;
     if (this.#listener && !this.#pollScheduled && !this.closed) this.#schedulePoll();
@@ -179,9 +189,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 50
    */
   get spinBudgetUs(): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return this.#spinBudgetMs * 1000;
   }
   set spinBudgetUs(us: number) {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     if (!Number.isInteger(us) || us < 0 || us > MAX_SPIN_BUDGET_US) throw argumentError('spinBudgetUs', 'spinBudgetUs', `expected an integer from 0 to ${MAX_SPIN_BUDGET_US}`, numberIssue(us));
     this.#spinBudgetMs = us / 1000;
   }
@@ -194,9 +206,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 1
    */
   get timeSliceMs(): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return this.#timeSliceMs;
   }
   set timeSliceMs(ms: number) {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     if (typeof ms !== 'number' || !(ms >= 0.05 && ms <= MAX_TIME_SLICE_MS)) throw argumentError('timeSliceMs', 'timeSliceMs', `expected a number from 0.05 to ${MAX_TIME_SLICE_MS}`, numberIssue(ms));
     this.#timeSliceMs = ms;
   }
@@ -243,6 +257,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
   poll(max = BATCH): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     this.ensureOpen('poll');
     const pollCall = this.#pollCall ?? this.#preparePoll();
     if (max !== this.#pollCount) {
@@ -272,13 +287,14 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    */
   #at(operation: string, index: number): number {
     if (typeof index !== 'number' || !(index >= 0 && index < BATCH) || index % 1 !== 0) {
-      throw argumentError(operation, 'index', `expected an integer from 0 to ${BATCH - 1}`, numberIssue(index));
+      throw argumentError(operation, 'index', INDEX_RULE, numberIssue(index));
     }
     return index * WC_SIZE;
   }
 
   /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */
   statusAt(index: number): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return readStatus(this.#view, this.#at('statusAt', index));
   }
   /**
@@ -287,28 +303,34 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * or taken with contextAt(): a loop that reads only wr_ids should post without one.
    */
   wrIdAt(index: number): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return readWrId(this.#view, this.#at('wrIdAt', index));
   }
   /** The context of the i-th completion of the last poll(); a one-shot post's is forgotten once taken. */
   contextAt(index: number): unknown {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return contextOf(readWrId(this.#view, this.#at('contextAt', index)));
   }
   /** byte_len of the i-th completion of the last poll(). */
   byteLenAt(index: number): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return readByteLen(this.#view, this.#at('byteLenAt', index));
   }
 
   /** Opcode (a WcOpcode value: RECV_RDMA_WITH_IMM is 129) of the i-th completion of the last poll(). */
   opcodeAt(index: number): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return readOpcode(this.#view, this.#at('opcodeAt', index));
   }
   /** Immediate data (host order) of the i-th completion of the last poll(); -1 when it carries none. */
   immDataAt(index: number): number {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return readImmData(this.#view, this.#at('immDataAt', index));
   }
 
   /** The i-th completion of the last poll(), decoded (with its context). */
   completionAt(index: number): WorkCompletion {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     const base = this.#at('completionAt', index);
     return decodeWorkCompletion(this.#view, base, contextOf(readWrId(this.#view, base)));
   }
@@ -318,6 +340,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * A completion with an error status throws WorkCompletionError.
    */
   waitOne(): WorkCompletion {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     const operation = 'waitOne';
     this.ensureOpen(operation);
     try {
@@ -345,6 +368,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * the process exit while the queue sleeps (see unref()); it defaults to true.
    */
   setListener(listener: CompletionListener | undefined, options: { keepAlive?: boolean } = {}): void {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     const operation = 'setListener';
     this.ensureOpen(operation);
     if (listener !== undefined && (typeof listener !== 'object' || typeof listener.onCompletions !== 'function' || typeof listener.onCompletionError !== 'function')) {
@@ -365,11 +389,13 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** A sleeping listener keeps the process alive again (as a Node handle's ref()). */
   ref(): void {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     this.#channelWatcher?.setRef(true);
   }
 
   /** A sleeping listener no longer keeps the process alive (as a Node handle's unref()). */
   unref(): void {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     this.#channelWatcher?.setRef(false);
   }
 
@@ -407,6 +433,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The next completion, on the event loop. Error statuses reject with WorkCompletionError. */
   next(): Promise<WorkCompletion> {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     this.ensureOpen('next');
     if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)', 'ERR_INVALID_ARG_VALUE');
     return new Promise<WorkCompletion>((resolve, reject) => {
@@ -429,6 +456,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * WorkCompletionError; closing the queue ends it quietly.
    */
   async *[Symbol.asyncIterator](): AsyncGenerator<WorkCompletion> {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     while (!this.closed) {
       try {
         yield await this.next();
@@ -650,21 +678,26 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The shared completion channel this queue is on (createCq({ channel })), if any. */
   get sharedChannel(): CompletionChannel | undefined {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return this.#sharedChannelResource;
   }
 
   /** @internal The ibv_context (device) this queue is on, read once. */
   get contextHandle(): Pointer {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     this.ensureOpen('contextHandle');
     return (this.#context ??= readPointer(this.handle, CQ_CONTEXT));
   }
 
   /** Whether this queue was made by createCq (and is destroyed by its close). */
   get owned(): boolean {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
     return this.#ownChannel !== undefined;
   }
 
   protected release(): void {
+    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    const handle = handleToRelease(this, 'CompletionQueue');
     this.#listener = undefined;
     this.#pollCall?.release();
     // ibv_destroy_cq waits for every event to be acked.
@@ -676,7 +709,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     }
     if (this.#ownChannel === undefined) return;
     // Its queue pairs were closed first (they are its users), so the CQ is free to go.
-    checkVerbs('ibv_destroy_cq', libibverbs.ibv_destroy_cq(this.handle));
+    checkVerbs('ibv_destroy_cq', libibverbs.ibv_destroy_cq(handle));
     if (this.#ownChannel !== 0n) checkVerbs('ibv_destroy_comp_channel', libibverbs.ibv_destroy_comp_channel(this.#ownChannel));
   }
 }

@@ -19,12 +19,16 @@ import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, i
 import { MemoryRegion } from '../verbs/memory-region.js';
 import { nativeScratch, type NativeScratch } from '../core/native-memory.js';
 import { argumentError, instanceCheck, isHonestBytes, isResizable, numberIssue, parseArgument, u32, u64, type Holds, type InputIs } from '../core/validate.js';
-import { ResourceClosedError } from '../core/errors.js';
+import { InvalidThisError, ResourceClosedError, type RdmaArgumentError } from '../core/errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { Resource } from '../core/resource.js';
 
 const ATOMIC_SIZE = 8;
+/** The classes whose instances the abstract classes' members take, for InvalidThisError's message. */
+const ANY_PREPARED = 'PreparedSend, PreparedRecv, PreparedSendChain or PreparedRecvChain';
+const SINGLE_PREPARED = 'PreparedSend or PreparedRecv';
+const PREPARED_CHAIN = 'PreparedSendChain or PreparedRecvChain';
 const MAX_SGE_LENGTH = 0xffffffff;
 
 /** Where a one-sided operation lands: a peer's region (see MemoryRegion.remote and encodeRemoteRegion). */
@@ -317,6 +321,17 @@ interface LengthBound {
   readonly rule: string;
 }
 
+/**
+ * setLength's and setRange's refusal of a length past `bound`. Out of line, as
+ * ATOMIC_RANGE_RULE is made once: setRange's bytecode, receiver check
+ * included, stays under the 460 bytes up to which V8 inlines a function into
+ * its caller (a loop that moves the range and posts).
+ */
+function beyondBound(operation: string, length: number, bound: LengthBound): RdmaArgumentError {
+  return argumentError(operation, 'length', `${length} bytes is more than ${bound.max}: ${bound.rule}`, 'ERR_OUT_OF_RANGE');
+}
+const ATOMIC_RANGE_RULE = `an atomic works on one ${ATOMIC_SIZE}-byte word: its range is fixed at prepare`;
+
 /** The tightest of the local range's room and the opcode's limits, for setLength(). */
 function lengthBound(size: number, offset: number, limits: readonly (LengthBound | undefined)[] = []): LengthBound {
   let bound: LengthBound = { max: size - offset, rule: `offset ${offset} + length must stay within the ${size}-byte region` };
@@ -365,6 +380,12 @@ function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>
  * whose id is not leased: its context goes with its completion).
  */
 abstract class PreparedPost {
+  /**
+   * The brand every member checks first (`#brand in this`): only the
+   * instances this package made have it. Each class below has its own, for
+   * its own members (a member runs only on its own class's instances).
+   */
+  readonly #brand = true;
   /** The first of its wr_ids. */
   protected readonly firstId: number;
   protected readonly postCall: FixedCall;
@@ -397,6 +418,7 @@ abstract class PreparedPost {
 
   /** Whether close() has run, here or through the queue's close. */
   get closed(): boolean {
+    if (!(#brand in this)) throw new InvalidThisError(ANY_PREPARED);
     return this.#lease?.released ?? false;
   }
 
@@ -406,21 +428,25 @@ abstract class PreparedPost {
    * completions are in: a later one comes without its context. Idempotent.
    */
   close(): void {
+    if (!(#brand in this)) throw new InvalidThisError(ANY_PREPARED);
     this.#lease?.release();
   }
 
   [Symbol.dispose](): void {
+    if (!(#brand in this)) throw new InvalidThisError(ANY_PREPARED);
     this.close();
   }
 
-  /** What every post checks before its crossing. */
+  /** What every post checks before its crossing (ensureOpen's check inline: one call fewer a post). */
   protected check(operation: string): void {
+    if (!(#brand in this)) throw new InvalidThisError(ANY_PREPARED);
     checkPostable(operation, this.target, this.region);
-    this.ensureOpen(operation);
+    if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
     this.#kept?.check(operation);
   }
 
   protected ensureOpen(operation: string): void {
+    if (!(#brand in this)) throw new InvalidThisError(ANY_PREPARED);
     if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
   }
 
@@ -429,6 +455,8 @@ abstract class PreparedPost {
 }
 
 abstract class PreparedWorkRequest extends PreparedPost {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   readonly wrId: number;
   protected readonly memory: NativeScratch;
   protected readonly sge: number;
@@ -455,6 +483,7 @@ abstract class PreparedWorkRequest extends PreparedPost {
   }
 
   protected writeSge(address: Pointer, length: number, lkey: number): void {
+    if (!(#brand in this)) throw new InvalidThisError(SINGLE_PREPARED);
     const v = this.memory.view;
     v.setBigUint64(this.sge, address, true);
     v.setUint32(this.sge + SGE_OFFSET.length, length, true);
@@ -468,12 +497,13 @@ abstract class PreparedWorkRequest extends PreparedPost {
    * read within the remote region. An atomic's 8 bytes are fixed.
    */
   setLength(length: number): void {
+    if (!(#brand in this)) throw new InvalidThisError(SINGLE_PREPARED);
     const operation = 'setLength';
     this.ensureOpen(operation);
     const bound = this.#lengthBound;
     if (bound === undefined) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its length is fixed`, 'ERR_INVALID_ARG_VALUE');
     if (!Number.isInteger(length) || length < 0) throw argumentError(operation, 'length', 'must be a non-negative integer', numberIssue(length));
-    if (length > bound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${bound.max}: ${bound.rule}`, 'ERR_OUT_OF_RANGE');
+    if (length > bound.max) throw beyondBound(operation, length, bound);
     this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
   }
 }
@@ -500,6 +530,8 @@ export function postOnce(request: PreparedRecv | PreparedSend): number {
 
 /** A send, RDMA write or read, or atomic, encoded once; post() it as often as you like. */
 export class PreparedSend extends PreparedWorkRequest {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   /** A UD send's destination, kept alive and checked at each post. */
   readonly #addressHandle: AddressHandle | undefined;
   /** What setRange/setRemote/setImmediate may change, fixed at prepare. */
@@ -580,15 +612,16 @@ export class PreparedSend extends PreparedWorkRequest {
    * checked when it was prepared. A few compares and stores: no allocation.
    */
   setRange(offset: number, length: number): void {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedSend');
     const operation = 'setRange';
     this.ensureOpen(operation);
     const size = this.#sourceSize;
-    if (this.#atomic) throw argumentError(operation, 'length', `an atomic works on one ${ATOMIC_SIZE}-byte word: its range is fixed at prepare`, 'ERR_INVALID_ARG_VALUE');
+    if (this.#atomic) throw argumentError(operation, 'length', ATOMIC_RANGE_RULE, 'ERR_INVALID_ARG_VALUE');
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > size) throw argumentError(operation, 'offset', `must be an integer within the ${size}-byte region`, numberIssue(offset));
     if (!Number.isSafeInteger(length) || length < 0 || offset + length > size) {
       throw argumentError(operation, 'length', `offset ${offset} + length must stay within the ${size}-byte region (got ${length})`, numberIssue(length));
     }
-    if (length > this.#opcodeBound.max) throw argumentError(operation, 'length', `${length} bytes is more than ${this.#opcodeBound.max}: ${this.#opcodeBound.rule}`, 'ERR_OUT_OF_RANGE');
+    if (length > this.#opcodeBound.max) throw beyondBound(operation, length, this.#opcodeBound);
     const v = this.memory.view;
     const low = this.#sourceLow + offset;
     v.setUint32(this.sge, low % 2 ** 32, true);
@@ -602,6 +635,7 @@ export class PreparedSend extends PreparedWorkRequest {
    * a remote length given at prepare bounds setRange() as before.
    */
   setRemote(address: number, rkey: number): void {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedSend');
     const operation = 'setRemote';
     this.ensureOpen(operation);
     if (!this.#rdma) throw argumentError(operation, 'options.opcode', 'only an RDMA_WRITE or RDMA_READ has a remote address', 'ERR_INVALID_ARG_VALUE');
@@ -615,6 +649,7 @@ export class PreparedSend extends PreparedWorkRequest {
 
   /** Changes the immediate data of a request prepared with one (SEND or RDMA_WRITE with `immediate`). */
   setImmediate(value: number): void {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedSend');
     const operation = 'setImmediate';
     this.ensureOpen(operation);
     if (!this.#immediate) throw argumentError(operation, 'options.immediate', 'the request was prepared without immediate data', 'ERR_INVALID_ARG_VALUE');
@@ -624,6 +659,7 @@ export class PreparedSend extends PreparedWorkRequest {
 
   /** ibv_post_send of this request: one FFI crossing. */
   post(): void {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedSend');
     this.check('PreparedSend.post');
     if (this.#addressHandle?.closed) throw new ResourceClosedError('address handle', 'PreparedSend.post', undefined, 'options.ud.ah');
     const ret = this.postCall.call();
@@ -631,12 +667,15 @@ export class PreparedSend extends PreparedWorkRequest {
   }
 
   protected get kind(): string {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedSend');
     return 'prepared send';
   }
 }
 
 /** A receive, encoded once; post() it again each time its buffer is free. */
 export class PreparedRecv extends PreparedWorkRequest {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   /** @internal Use qp.prepareRecv(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
     assertInternal(key, 'new PreparedRecv', 'use qp.prepareRecv()');
@@ -654,12 +693,14 @@ export class PreparedRecv extends PreparedWorkRequest {
 
   /** ibv_post_recv of this request: one FFI crossing. */
   post(): void {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedRecv');
     this.check('PreparedRecv.post');
     const ret = this.postCall.call();
     if (ret !== 0) throw new RdmaError(receivePostName(this.target), ret);
   }
 
   protected get kind(): string {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedRecv');
     return 'prepared receive';
   }
 }
@@ -696,6 +737,8 @@ function chainSlots(operation: string, target: PostTarget, source: MemoryRegion 
  * completion back to i).
  */
 abstract class PreparedChain extends PreparedPost {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   readonly count: number;
   readonly firstWrId: number;
   /** Where each request's buffer starts, relative to the region's start. */
@@ -740,12 +783,14 @@ abstract class PreparedChain extends PreparedPost {
 
   /** The index of the request a completion's wr_id belongs to, or -1 when it is not this chain's. */
   slotOf(wrId: number): number {
+    if (!(#brand in this)) throw new InvalidThisError(PREPARED_CHAIN);
     const slot = wrId - this.firstWrId;
     return slot >= 0 && slot < this.count ? slot : -1;
   }
 
   /** For subclasses' encoding: calls `write` with the chain's view and each request's offset in it. */
   protected eachRequest(write: (view: DataView, at: number, index: number) => void): void {
+    if (!(#brand in this)) throw new InvalidThisError(PREPARED_CHAIN);
     for (let i = 0; i < this.count; i++) write(this.#layout.memory.view, i * this.#layout.wrSize, i);
   }
 
@@ -754,6 +799,7 @@ abstract class PreparedChain extends PreparedPost {
    * request, those before it are posted and the error says how many.
    */
   protected postAll(operation: string): void {
+    if (!(#brand in this)) throw new InvalidThisError(PREPARED_CHAIN);
     this.check(operation);
     const ret = this.postCall.call();
     if (ret !== 0) {
@@ -770,6 +816,8 @@ const SEND_CHAIN_WR = { size: ibv_send_wr.size, ...SEND_WR_OFFSET };
 
 /** `count` receives in one chain: one post() refills a whole receive ring. */
 export class PreparedRecvChain extends PreparedChain {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   /** @internal Use qp.prepareRecvChain(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
     assertInternal(key, 'new PreparedRecvChain', 'use qp.prepareRecvChain()');
@@ -781,10 +829,12 @@ export class PreparedRecvChain extends PreparedChain {
 
   /** Posts every receive of the chain: one FFI crossing. */
   post(): void {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedRecvChain');
     this.postAll('PreparedRecvChain.post');
   }
 
   protected get kind(): string {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedRecvChain');
     return 'prepared receive chain';
   }
 }
@@ -795,6 +845,8 @@ export class PreparedRecvChain extends PreparedChain {
  * (a send queue completes in order), at one completion per post().
  */
 export class PreparedSendChain extends PreparedChain {
+  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  readonly #brand = true;
   /** @internal Use qp.prepareSendChain(). */
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendChainOptions) {
     assertInternal(key, 'new PreparedSendChain', 'use qp.prepareSendChain()');
@@ -816,10 +868,12 @@ export class PreparedSendChain extends PreparedChain {
 
   /** Posts every send of the chain: one FFI crossing. */
   post(): void {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedSendChain');
     this.postAll('PreparedSendChain.post');
   }
 
   protected get kind(): string {
+    if (!(#brand in this)) throw new InvalidThisError('PreparedSendChain');
     return 'prepared send chain';
   }
 }
