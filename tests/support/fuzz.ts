@@ -440,10 +440,15 @@ export function refusedAs<T>(parameter: string, fn: () => T): () => T {
     try {
       return fn();
     } catch (error) {
-      if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
-      throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
+      throw refusalNaming(parameter, error);
     }
   };
+}
+
+/** `error` itself if it is an RdmaArgumentError naming `parameter` (a path starting with it), else the WrongRefusal that says what came. */
+function refusalNaming(parameter: string, error: unknown): unknown {
+  if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) return error;
+  return new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
 }
 
 /** refusedAs for a method that returns a promise: it must reject (not throw) with an RdmaArgumentError naming `parameter`. */
@@ -455,17 +460,10 @@ export function rejectedAs<T>(parameter: string, fn: () => Promise<T>): () => Pr
     } catch (error) {
       throw new WrongRefusal(`expected a rejection naming ${parameter}, but it threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
     }
-    return refusedAsync(parameter, promise);
+    return promise.catch((error: unknown) => {
+      throw refusalNaming(parameter, error);
+    });
   };
-}
-
-async function refusedAsync<T>(parameter: string, promise: Promise<T>): Promise<T> {
-  try {
-    return await promise;
-  } catch (error) {
-    if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) throw error;
-    throw new WrongRefusal(`expected an RdmaArgumentError naming ${parameter}, got ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`);
-  }
 }
 
 /**
