@@ -39,6 +39,20 @@ test('src imports Buffer, performance and process from node: modules instead of 
   assert.deepEqual(missing, []);
 });
 
+// A zod schema costs milliseconds to build in the TCG guest (the page-aligned
+// allocation's, built per call, was most of a 4-byte pd.allocate()), and
+// parseArgument remembers its answers per schema object: so each is built
+// once, at module level, never inline where an argument is parsed.
+test('src parses arguments with schemas built once, never with one built inline at the call', () => {
+  const files = readdirSync(srcRoot, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  const inline: string[] = [];
+  for (const file of files) {
+    const code = codeOf(join(srcRoot, file));
+    for (const match of code.matchAll(/\b(?:parseArgument|safeParse)\([^;]*?\bz\.\w+\(/g)) inline.push(`${file}: ${match[0].slice(0, 80)}`);
+  }
+  assert.deepEqual(inline, []);
+});
+
 // ---------------------------------------------------------------- layering
 // c-library.ts ← src/structs ← src/ffi ← src/api ← src/net ← (index.ts, raw.ts) ← src/bench ← src/cli:
 // a module imports from its own layer and the ones below, never above, type

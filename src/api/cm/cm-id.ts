@@ -125,6 +125,10 @@ export interface JoinMulticastOptions extends WaitOptions {
   sendOnly?: boolean;
 }
 const joinSchema = waitSchema.extend({ sendOnly: z.boolean().default(false) });
+const groupSchema = z.strictObject({ address: ipAddress });
+const backlogSchema = z.number().int().min(0).max(0x7fffffff);
+const ibvEventSchema = z.enum(IbvEventType.names as [IbvEventTypeName, ...IbvEventTypeName[]]);
+const cmEventSchema = z.enum(CmEventType.names as [CmEventTypeName, ...CmEventTypeName[]]);
 type JoinTied = Holds<InputIs<typeof joinSchema, JoinMulticastOptions>>;
 
 /** Parses the options of an operation about to be issued: an aborted signal stops it before the call. */
@@ -587,7 +591,7 @@ export class CmId extends Resource {
     if (!(#brand in this)) throw new InvalidThisError('CmId');
     const operation = 'rdma_listen';
     this.ensureOpen(operation);
-    const b = parseArgument(operation, 'backlog', z.number().int().min(0).max(0x7fffffff), backlog);
+    const b = parseArgument(operation, 'backlog', backlogSchema, backlog);
     checkRdma(operation, librdmacm.rdma_listen(this.handle, b));
   }
 
@@ -662,7 +666,7 @@ export class CmId extends Resource {
     if (!(#brand in this)) throw new InvalidThisError('CmId');
     const operation = 'rdma_notify';
     this.ensureOpen(operation);
-    const name = parseArgument(operation, 'event', z.enum(IbvEventType.names as [IbvEventTypeName, ...IbvEventTypeName[]]), event);
+    const name = parseArgument(operation, 'event', ibvEventSchema, event);
     checkRdma(operation, librdmacm.rdma_notify(this.handle, IbvEventType.values[name]));
   }
 
@@ -748,7 +752,7 @@ export class CmId extends Resource {
     if (!(#brand in this)) throw new InvalidThisError('CmId');
     const operation = 'rdma_join_multicast';
     this.ensureOpen(operation);
-    const g = parseArgument(operation, 'group', z.strictObject({ address: ipAddress }), group);
+    const g = parseArgument(operation, 'group', groupSchema, group);
     const { sendOnly, ...waiting } = this.#issueOptions(operation, joinSchema, options, 'wait only');
     const address = encodeSocketAddress(g.address, 0);
     if (sendOnly) {
@@ -770,7 +774,7 @@ export class CmId extends Resource {
     if (!(#brand in this)) throw new InvalidThisError('CmId');
     const operation = 'rdma_leave_multicast';
     this.ensureOpen(operation);
-    const g = parseArgument(operation, 'group', z.strictObject({ address: ipAddress }), group);
+    const g = parseArgument(operation, 'group', groupSchema, group);
     checkRdma(operation, librdmacm.rdma_leave_multicast(this.handle, encodeSocketAddress(g.address, 0)));
   }
 
@@ -1074,6 +1078,6 @@ export function createId(channel: EventChannel | null, options: CreateIdOptions 
 
 /** rdma_event_str: the C name of an event type. */
 export function eventName(type: CmEventTypeName): string {
-  const name = parseArgument('rdma_event_str', 'type', z.enum(CmEventType.names as [CmEventTypeName, ...CmEventTypeName[]]), type);
+  const name = parseArgument('rdma_event_str', 'type', cmEventSchema, type);
   return librdmacm.rdma_event_str(CmEventType.values[name]) ?? name;
 }

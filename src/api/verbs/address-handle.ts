@@ -98,13 +98,15 @@ export interface UdMessage {
   readonly payload: Buffer;
 }
 
+const byteLenSchema = z.number().int().min(0);
+
 /** RoCE v2 over IPv4 puts a 20-byte IPv4 header in the GRH's last 20 bytes. */
 const IPV4_HEADER_AT = GRH_SIZE - 20;
 
 /** Strips the 40-byte GRH from a UD receive of `byteLen` bytes (which counts the GRH) in `receive`. */
 export function decodeUdMessage(receive: Uint8Array, byteLen: number): UdMessage {
   parseArgument('decodeUdMessage', 'receive', bytes, receive);
-  parseArgument('decodeUdMessage', 'byteLen', z.number().int().min(0), byteLen);
+  parseArgument('decodeUdMessage', 'byteLen', byteLenSchema, byteLen);
   if (byteLen < GRH_SIZE || byteLen > receive.byteLength) {
     throw argumentError('decodeUdMessage', 'byteLen', `a UD receive is the ${GRH_SIZE}-byte GRH plus the payload, within the buffer (got ${byteLen} of ${receive.byteLength})`, 'ERR_OUT_OF_RANGE');
   }

@@ -28,6 +28,8 @@ export interface RemoteRegion {
   readonly length: number;
 }
 
+const pageAlignedSize = z.number().int().min(1, 'at least 1 byte').max(2 ** 40);
+
 export class MemoryRegion extends Resource {
   /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
   readonly #brand = true;
@@ -70,7 +72,7 @@ export class MemoryRegion extends Resource {
 
   /** A page-aligned Buffer of `size` bytes whose memory the garbage collector owns (never freed under a view). */
   static pageAligned(size: number): Buffer {
-    parseArgument('MemoryRegion.pageAligned', 'size', z.number().int().min(1, 'at least 1 byte').max(2 ** 40), size);
+    parseArgument('MemoryRegion.pageAligned', 'size', pageAlignedSize, size);
     const slab = Buffer.allocUnsafeSlow(size + PAGE_SIZE);
     const misalignment = Number(koffi.address(slab) % BigInt(PAGE_SIZE));
     const start = misalignment === 0 ? 0 : PAGE_SIZE - misalignment;
