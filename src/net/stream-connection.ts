@@ -50,6 +50,8 @@ const KEEPALIVE = -3;
 const KEEPALIVE_PROBES = 5;
 /** Iomap entries in flight at once (each has a staging slot until its completion). */
 const IOMAP_SLOTS = 4;
+/** The remote target of a prepared write until each post sets its own. */
+const NOWHERE = Object.freeze({ address: 0, rkey: 0 });
 /** Where this side's own iomap table starts in its target memory: after the 2-entry SGL. */
 const LOCAL_IOMAP_OFFSET = SGE_SIZE * TARGET_SGL_ENTRIES;
 
@@ -90,9 +92,11 @@ export class StreamConnection implements CompletionListener {
   readonly #dataWriteInline: PreparedSend | undefined;
   readonly #sglWrite: PreparedSend;
   readonly #controlWrite: PreparedSend;
-  readonly #keepaliveWrite: PreparedSend;
-  readonly #iomapWrite: PreparedSend;
-  readonly #directWrite: PreparedSend;
+  // Prepared at first use: most connections send no keepalive and map nothing.
+  #keepaliveWrite: PreparedSend | undefined;
+  #iomapWrite: PreparedSend | undefined;
+  #directWrite: PreparedSend | undefined;
+  readonly #sink: MemoryRegion;
   readonly #recv: PreparedRecv;
   readonly #recvBatch: PreparedRecvChain;
 
@@ -207,20 +211,15 @@ export class StreamConnection implements CompletionListener {
       this.#staging = this.#pd.allocate(this.#sendBytes + SGE_SIZE * DEFAULTS.controlSlots + IOMAP_SIZE * IOMAP_SLOTS, ['LOCAL_WRITE']);
       this.#stagingView = new DataView(this.#staging.buffer.buffer, this.#staging.buffer.byteOffset, this.#staging.buffer.byteLength);
       const sink = this.#pd.allocate(4, ['LOCAL_WRITE']);
-      const nowhere = { address: 0, rkey: 0 };
-      this.#dataWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: 0, length: 0 });
+      this.#sink = sink;
+      this.#dataWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: 0, length: 0 });
       this.#dataWriteInline = this.#inline > 0
-        ? this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: 0, length: 0, inline: true })
+        ? this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: 0, length: 0, inline: true })
         : undefined;
       this.#sglWrite = this.#qp.prepareSend(this.#staging, {
-        opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: this.#sendBytes, length: SGE_SIZE, inline: this.#inline >= SGE_SIZE,
+        opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: this.#sendBytes, length: SGE_SIZE, inline: this.#inline >= SGE_SIZE,
       });
-      this.#controlWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: 0, length: 0 });
-      this.#keepaliveWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', remote: nowhere, offset: 0, length: 0 });
-      this.#iomapWrite = this.#qp.prepareSend(this.#staging, {
-        opcode: 'RDMA_WRITE', immediate: 0, remote: nowhere, offset: this.#iomapSlotsAt(), length: IOMAP_SIZE, inline: this.#inline >= IOMAP_SIZE,
-      });
-      this.#directWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', remote: nowhere, offset: 0, length: 0 });
+      this.#controlWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: 0, length: 0 });
       this.#recv = this.#qp.prepareRecv(sink, { offset: 0, length: 4 });
       this.#recvBatch = this.#qp.prepareRecvChain(sink, { count: REPOST_BATCH, offset: 0, length: 4, stride: 0 });
     } catch (error) {
@@ -598,7 +597,7 @@ export class StreamConnection implements CompletionListener {
     if (this.#sendQueueFree === 0) return false;
     const at = this.#posted % this.#sendBytes;
     const length = Math.min(segment.length, this.#sendBytes - at, DEFAULTS.maxTransfer);
-    const write = this.#directWrite;
+    const write = (this.#directWrite ??= this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', remote: NOWHERE, offset: 0, length: 0 }));
     write.setRange(at, length);
     write.setRemote(segment.address, segment.key);
     this.#postData(write, length);
@@ -615,7 +614,9 @@ export class StreamConnection implements CompletionListener {
     const slot = this.#iomapSlotsAt() + IOMAP_SIZE * this.#nextIomapSlot;
     this.#nextIomapSlot = (this.#nextIomapSlot + 1) % IOMAP_SLOTS;
     writeIomap(this.#stagingView, slot, mapping.entry, this.#peerBigEndian);
-    const write = this.#iomapWrite;
+    const write = (this.#iomapWrite ??= this.#qp.prepareSend(this.#staging, {
+      opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: this.#iomapSlotsAt(), length: IOMAP_SIZE, inline: this.#inline >= IOMAP_SIZE,
+    }));
     write.setRange(slot, IOMAP_SIZE);
     write.setRemote(this.#remoteIomapAddress + IOMAP_SIZE * mapping.index, this.#remoteIomapKey);
     write.setImmediate(immediate(Op.IOMAP_SGL, mapping.index));
@@ -773,7 +774,7 @@ export class StreamConnection implements CompletionListener {
       this.#keepaliveSentAt = performance.now();
       this.#controlFree--;
       this.#track(KEEPALIVE);
-      this.#keepaliveWrite.post();
+      (this.#keepaliveWrite ??= this.#qp.prepareSend(this.#sink, { opcode: 'RDMA_WRITE', remote: NOWHERE, offset: 0, length: 0 })).post();
     }, periodMs);
     if (!this.#keepProcessAlive) this.#keepaliveTimer.unref();
   }
