@@ -532,7 +532,8 @@ export class RdmaSocket extends Duplex {
    * bad argument or a socket not connected.
    */
   writeToRemote(data: Uint8Array, remoteOffset: number): Promise<void> {
-    if (!(#brand in this)) throw new InvalidThisError('RdmaSocket');
+    // Its failures reject, a forged `this` too.
+    if (!(#brand in this)) return Promise.reject(new InvalidThisError('RdmaSocket'));
     const operation = 'writeToRemote';
     let held: Uint8Array;
     try {

@@ -117,6 +117,9 @@ test('async methods reject on a forged `this`, as their own failures do; an asyn
   }
   await assert.rejects((RdmaSocket.prototype[Symbol.asyncDispose] as (this: unknown) => Promise<void>).call({}), isInvalidThis('RdmaSocket'));
   await assert.rejects((RdmaServer.prototype[Symbol.asyncDispose] as (this: unknown) => Promise<void>).call({}), isInvalidThis('RdmaServer'));
+  let written: Promise<void> | undefined;
+  assert.doesNotThrow(() => { written = RdmaSocket.prototype.writeToRemote.call({} as never, new Uint8Array(1), 0); }, 'writeToRemote rejects, never throws');
+  await assert.rejects(written!, isInvalidThis('RdmaSocket'));
   const iterator = CompletionQueue.prototype[Symbol.asyncIterator].call(Object.create(CompletionQueue.prototype) as CompletionQueue);
   await assert.rejects(iterator.next(), isInvalidThis('CompletionQueue'));
   // next() throws ResourceClosedError at once on a closed queue: a forged one is refused the same way.
