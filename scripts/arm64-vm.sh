@@ -81,6 +81,8 @@ MODULES="9pnet 9pnet_virtio 9p crc32_generic ib_core ib_uverbs iw_cm ib_cm rdma_
 msg() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { local code=$1; shift; msg "error: $*"; exit "$code"; }
 usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+# shellcheck source=vm-lib.sh
+source "$SCRIPT_DIR/vm-lib.sh"
 
 TIMEOUT=${RDMACM_VM_TIMEOUT:-900}
 VERBOSE=${RDMACM_VM_VERBOSE:-0}
@@ -148,36 +150,6 @@ ensure_host_tools() {
 }
 
 # ---------------------------------------------------------------- kernel
-# Copies the given modules and those they depend on (each one's .modinfo
-# "depends=") into OUT/modules, decompressed, and prints them dependencies first.
-# (The same walk as scripts/rxe-vm.sh's.)
-copy_module_closure() { # module-tree out-dir name...
-  local tree=$1 out=$2 f n
-  shift 2
-  declare -A file=() seen=()
-  while IFS= read -r f; do
-    n=${f##*/}; n=${n%%.ko*}; n=${n//-/_}
-    file[$n]=$f
-  done < <(find "$tree" -name '*.ko' -o -name '*.ko.xz' -o -name '*.ko.zst' -o -name '*.ko.gz')
-  visit_module() {
-    local m=${1//-/_} d deps
-    [ -n "${seen[$m]:-}" ] && return 0
-    seen[$m]=1
-    f=${file[$m]:-}
-    [ -n "$f" ] || return 0
-    case $f in
-      *.ko) cp "$f" "$out/modules/$m.ko" ;;
-      *.xz) xz -dc "$f" >"$out/modules/$m.ko" ;;
-      *.zst) zstd -qdc "$f" >"$out/modules/$m.ko" ;;
-      *.gz) gzip -dc "$f" >"$out/modules/$m.ko" ;;
-    esac
-    deps=$(tr '\0' '\n' <"$out/modules/$m.ko" | grep -a -m 1 '^depends=' | cut -d= -f2 || true)
-    for d in ${deps//,/ }; do visit_module "$d"; done
-    echo "$m"
-  }
-  for n in "$@"; do visit_module "$n"; done
-}
-
 KDIR=
 ensure_kernel() {
   local pkg
@@ -354,21 +326,6 @@ ensure_initramfs() {
 }
 
 # ---------------------------------------------------------------- run
-q9p() { printf '%s' "${1//,/,,}"; }   # escape commas for QEMU options
-
-TMP=
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in $(seq 1 20); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$p" 2>/dev/null || true
-  done
-  if [ -n "$TMP" ]; then rm -rf "$TMP"; fi
-}
-on_signal() { trap - INT TERM HUP EXIT; msg "interrupted; stopping the VM"; cleanup; exit 130; }
-on_exit() { trap - INT TERM HUP EXIT; cleanup; }
 
 main() {
   ensure_host_tools
@@ -385,32 +342,21 @@ main() {
   trap on_exit EXIT
   TMP=$(mktemp -d "${TMPDIR:-/tmp}/rdmacm-arm64-vm.XXXXXX")
   chmod 755 "$TMP"
-  local ctl=$TMP/ctl name kv
+  local ctl=$TMP/ctl
   mkdir -p "$ctl"
   chmod 777 "$ctl"
   printf 'PROJECT_DIR=%q\n' "$PROJECT_DIR" >"$ctl/config.sh"
   printf '%q ' "${CMD[@]}" >"$ctl/cmd.sh"
   echo >>"$ctl/cmd.sh"
-  : >"$ctl/env.sh"
-  if [ -n "${CI+x}" ]; then printf 'export CI=%q\n' "$CI" >>"$ctl/env.sh"; fi
-  while IFS= read -r name; do
-    case $name in RDMACM_VM_*|RDMACM_TEST_*|RDMACM_HOST_*|RDMACM_SHARED_DIR|RDMACM_IN_VM) continue ;; esac
-    printf 'export %s=%q\n' "$name" "${!name}" >>"$ctl/env.sh"
-  done < <(compgen -e | grep '^RDMACM_' || true)
-  for kv in ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"}; do
-    name=${kv%%=*}
-    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die $EXIT_USAGE "bad variable name in -e $kv"
-    if [[ $kv == *=* ]]; then printf 'export %s=%q\n' "$name" "${kv#*=}" >>"$ctl/env.sh"
-    else printf 'export %s=%q\n' "$name" "${!name-}" >>"$ctl/env.sh"; fi
-  done
+  write_guest_env "$ctl/env.sh"
 
   local loglevel=0 extra=''
   if [ "$VERBOSE" = 1 ]; then loglevel=7; extra=' rdmacm.verbose'; fi
   mkfifo "$TMP/out" "$TMP/err"
   cat "$TMP/out" &
-  local pout=$!
+  HELPERS+=($!)
   cat "$TMP/err" >&2 &
-  local perr=$!
+  HELPERS+=($!)
   # pauth-impdef: QEMU's own pointer-authentication hash, much cheaper under TCG than the architected one
   local args=(-M virt -accel tcg -cpu max,pauth-impdef=on -smp "$SMP" -m "$MEM" -nodefaults -no-user-config
     -display none -no-reboot -kernel "$KDIR/Image" -initrd "$INITRD"
@@ -433,14 +379,9 @@ main() {
     sleep 0.2
   done
   if [ -n "$result" ]; then kill -TERM "$p" 2>/dev/null || true; fi
-  for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$p" 2>/dev/null || true
-  wait "$p" 2>/dev/null || true
-  for p in "$pout" "$perr"; do
-    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
+  await_exit "$p"
+  # let the output forwarders finish (EOF once QEMU is gone)
+  for p in "${HELPERS[@]}"; do await_exit "$p" 50 TERM; done
   local code
   if [ -f "$ctl/rc" ]; then
     code=$(cat "$ctl/rc")

@@ -123,6 +123,8 @@ EXIT_USAGE=2
 msg() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { local code=$1; shift; msg "error: $*"; exit "$code"; }
 usage() { sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; }
+# shellcheck source=vm-lib.sh
+source "$SCRIPT_DIR/vm-lib.sh"
 
 # ---------------------------------------------------------------- arguments
 HOSTS=1
@@ -240,37 +242,6 @@ TRIXIE_PACKAGES="libc6 libibverbs1 librdmacm1t64 ibverbs-providers ibverbs-utils
 debian_packages() {
   [ -f "$SCRIPT_DIR/debian-packages.sh" ] || die $EXIT_VM "--distro $DISTRO needs $SCRIPT_DIR/debian-packages.sh"
   RDMACM_DEBIAN_CACHE=$DEBIAN_CACHE bash "$SCRIPT_DIR/debian-packages.sh" "$@"
-}
-
-# Copies the given modules and those they depend on (the "depends=" of each
-# one's .modinfo: Debian's packages ship no modules.dep, and this host may have
-# no depmod) into DIR/modules, decompressed, and prints them dependencies first.
-# Names with no file (built in) are left out.
-copy_module_closure() { # module-tree out-dir name...
-  local tree=$1 out=$2 f n
-  shift 2
-  declare -A file=() seen=()
-  while IFS= read -r f; do
-    n=${f##*/}; n=${n%%.ko*}; n=${n//-/_}
-    file[$n]=$f
-  done < <(find "$tree" -name '*.ko' -o -name '*.ko.xz' -o -name '*.ko.zst' -o -name '*.ko.gz')
-  visit_module() {
-    local m=${1//-/_} d deps
-    [ -n "${seen[$m]:-}" ] && return 0
-    seen[$m]=1
-    f=${file[$m]:-}
-    if [ -z "$f" ]; then vlog "module $m not found as a file (built in?)"; return 0; fi
-    case $f in
-      *.ko) cp "$f" "$out/modules/$m.ko" ;;
-      *.xz) xz -dc "$f" >"$out/modules/$m.ko" ;;
-      *.zst) zstd -qdc "$f" >"$out/modules/$m.ko" ;;
-      *.gz) gzip -dc "$f" >"$out/modules/$m.ko" ;;
-    esac
-    deps=$(tr '\0' '\n' <"$out/modules/$m.ko" | grep -a -m 1 '^depends=' | cut -d= -f2 || true)
-    for d in ${deps//,/ }; do visit_module "$d"; done
-    echo "$m"
-  }
-  for n in "$@"; do visit_module "$n"; done
 }
 
 kernel_pkg_name() {
@@ -607,7 +578,6 @@ exit 0
 EOF_STAGE2
 
 # ---------------------------------------------------------------- run
-q9p() { printf '%s' "${1//,/,,}"; }   # escape commas for QEMU options
 
 # Prints a random UDP port on 127.0.0.1 that nothing is bound to, other than the given ones.
 free_udp_port() {
@@ -619,28 +589,6 @@ free_udp_port() {
   done
   die $EXIT_VM "no free UDP port found for the VM link"
 }
-
-TMP=
-PIDS=()
-HELPERS=()
-STTY_SAVED=
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do
-    for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-      kill -0 "$p" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$p" 2>/dev/null || true
-  done
-  for p in "${HELPERS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  if [ -n "$STTY_SAVED" ]; then stty "$STTY_SAVED" 2>/dev/null || true; fi
-  if [ -n "$TMP" ]; then rm -rf "$TMP"; fi
-}
-on_signal() { trap - INT TERM HUP EXIT; msg "interrupted; stopping the VM(s)"; cleanup; exit 130; }
-# Any other way out (set -e on an unexpected failure) must not leave QEMU running either.
-on_exit() { trap - INT TERM HUP EXIT; cleanup; }
 
 main() {
   ensure_packages
@@ -671,19 +619,8 @@ main() {
   done
 
   # environment passed through
-  local envfile=$TMP/env.sh name kv
-  : >"$envfile"
-  if [ -n "${CI+x}" ]; then printf 'export CI=%q\n' "$CI" >>"$envfile"; fi
-  while IFS= read -r name; do
-    case $name in RDMACM_VM_*|RDMACM_TEST_*|RDMACM_HOST_*|RDMACM_SHARED_DIR|RDMACM_IN_VM) continue ;; esac
-    printf 'export %s=%q\n' "$name" "${!name}" >>"$envfile"
-  done < <(compgen -e | grep '^RDMACM_' || true)
-  for kv in ${EXTRA_ENV[@]+"${EXTRA_ENV[@]}"}; do
-    name=${kv%%=*}
-    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || die $EXIT_USAGE "bad variable name in -e $kv"
-    if [[ $kv == *=* ]]; then printf 'export %s=%q\n' "$name" "${kv#*=}" >>"$envfile"
-    else printf 'export %s=%q\n' "$name" "${!name-}" >>"$envfile"; fi
-  done
+  local envfile=$TMP/env.sh
+  write_guest_env "$envfile"
 
   local addrs=() i
   if [ "$HOSTS" = 1 ]; then addrs=(10.77.0.1); else addrs=(10.78.0.1 10.78.0.2); fi
@@ -833,17 +770,9 @@ main() {
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   fi
   local codes=() code rcfile first=''
-  for ((i = 0; i < HOSTS; i++)); do
-    for _ in $(seq 1 50); do kill -0 "${PIDS[$i]}" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "${PIDS[$i]}" 2>/dev/null || true
-    wait "${PIDS[$i]}" 2>/dev/null || true
-  done
+  for p in "${PIDS[@]}"; do await_exit "$p"; done
   # let the output forwarders finish (EOF once QEMU is gone)
-  for p in "${HELPERS[@]}"; do
-    for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-    kill "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
+  for p in "${HELPERS[@]}"; do await_exit "$p" 50 TERM; done
   if [ -n "$STTY_SAVED" ]; then stty "$STTY_SAVED" 2>/dev/null || true; STTY_SAVED=; fi
 
   local pfx

@@ -72,7 +72,7 @@ test('npm pack builds from an empty dist/ and ships only what users need', { tim
   assert.ok(!files.includes('dist/src/removed-module.js'), 'prepack builds from an empty dist/');
   assert.ok(files.includes('dist/src/net/index.js') && files.includes('dist/src/net/index.d.ts'), 'the tarball carries rdmacm/net');
   assert.ok(files.includes('bin/rdmacm'));
-  assert.ok(files.includes('scripts/setup-rxe.sh') && files.includes('scripts/rxe-vm.sh'), 'the tarball carries the soft-RoCE scripts');
+  assert.ok(files.includes('scripts/setup-rxe.sh') && files.includes('scripts/rxe-vm.sh') && files.includes('scripts/vm-lib.sh'), 'the tarball carries the soft-RoCE scripts');
   assert.ok(files.includes('scripts/debian-packages.sh'), 'and what rxe-vm.sh --distro trixie fetches Debian 13 with');
   assert.ok(!files.some((f) => f.endsWith('.map')), 'no source maps whose sources are not published');
   const allowed = /^(dist\/src\/|bin\/rdmacm$|scripts\/(setup-rxe|rxe-vm|debian-packages)\.sh$|README\.md$|LICENSE$|package\.json$)/;
