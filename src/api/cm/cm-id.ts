@@ -125,11 +125,12 @@ export interface JoinMulticastOptions extends WaitOptions {
   sendOnly?: boolean;
 }
 const joinSchema = waitSchema.extend({ sendOnly: z.boolean().default(false) });
+type JoinTied = Holds<InputIs<typeof joinSchema, JoinMulticastOptions>>;
+/** The arguments of listen, notify, the multicast calls and eventName: built once (a schema costs milliseconds to build under TCG). */
 const groupSchema = z.strictObject({ address: ipAddress });
 const backlogSchema = z.number().int().min(0).max(0x7fffffff);
 const ibvEventSchema = z.enum(IbvEventType.names as [IbvEventTypeName, ...IbvEventTypeName[]]);
 const cmEventSchema = z.enum(CmEventType.names as [CmEventTypeName, ...CmEventTypeName[]]);
-type JoinTied = Holds<InputIs<typeof joinSchema, JoinMulticastOptions>>;
 
 /** Parses the options of an operation about to be issued: an aborted signal stops it before the call. */
 function issueOptions<S extends z.ZodType<{ signal?: AbortSignal | undefined }>>(operation: string, schema: S, options: unknown): z.output<S> {
