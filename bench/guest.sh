@@ -188,17 +188,22 @@ fi
 # waits) and against the same command over node:net TCP to the same address
 # (in one guest the kernel carries that TCP over loopback). Every pair sleeps
 # on events: none is pinned. The TS pairs run their warm-up iterations first
-# (-w); rstream has no warm-up and gets the same measured iterations.
+# (-w); rstream has no warm-up and gets the same measured iterations. The
+# ping-pongs also run rstream over TCP (-T s): C's floor beside node:net's.
 tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
 for r in $(seq 1 "$SOCK_REPS"); do
   for spec in "bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N"; do
     set -- $spec
     kind=$1 size=$2 n=$3
     if [ "$kind" = bw ]; then run=(-S "$size" -C "$n" -I 1) warm=(-w 1); else run=(-S "$size" -C 1 -I "$n") warm=(-w "$SOCK_LAT_W"); fi
-    say "sockets: $kind $size B, run $r: rdmacm/net, rstream -T b, node:net TCP"
+    say "sockets: $kind $size B, run $r: rdmacm/net, rstream -T b, node:net TCP$([ "$kind" = lat ] && echo ', rstream -T s')"
     port=$((port + 1)); pair "$RAW/sock-ts-$kind-$size-r$r.json" $(tss -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
     port=$((port + 1)); pair "$RAW/sock-c-$kind-$size-r$r.txt" rstream -b "$ADDR" -p $port "${run[@]}" -T b -- rstream -s "$ADDR" -p $port "${run[@]}" -T b
     port=$((port + 1)); LISTEN=tcp pair "$RAW/sock-tcp-$kind-$size-r$r.json" $(tss --tcp -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss --tcp "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
+    if [ "$kind" = lat ]; then
+      # rstream's own TCP (-T s), blocking as above: C over the same TCP, so node:net's row beside it shows what this guest charges any Node socket.
+      port=$((port + 1)); LISTEN=tcp pair "$RAW/sock-ctcp-$kind-$size-r$r.txt" rstream -T s -b "$ADDR" -p $port "${run[@]}" -T b -- rstream -T s -s "$ADDR" -p $port "${run[@]}" -T b
+    fi
   done
   say "sockets: ib_send_bw -e 65536 B, run $r (the verbs on completion events, as a socket waits)"
   port=$((port + 1)); pair "$RAW/c-bwev-65536-r$r.txt" ib_send_bw -R -e -I $INLINE -r 2048 -s 65536 -n $BW64K_N -p $port -- ib_send_bw -R -e -I $INLINE -r 2048 -s 65536 -n $BW64K_N -p $port "$ADDR"

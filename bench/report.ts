@@ -226,6 +226,7 @@ function rstreamLine(text: string): Record<string, number> | undefined {
 const sockTs = (kind: string, size: number) => collect(new RegExp(`^sock-ts-${kind}-${size}-r\\d+\\.json$`), json);
 const sockTcp = (kind: string, size: number) => collect(new RegExp(`^sock-tcp-${kind}-${size}-r\\d+\\.json$`), json);
 const sockC = (kind: string, size: number) => collect(new RegExp(`^sock-c-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
+const sockCTcp = (kind: string, size: number) => collect(new RegExp(`^sock-ctcp-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
 const sockets: Record<string, unknown> = {};
 raw_.sockets = sockets;
 const bwEvents = collect(/^c-bwev-65536-r\d+\.txt$/, perftest);
@@ -248,7 +249,8 @@ for (const size of [64, 4096]) {
   const t = sockTs('lat', size);
   const c = sockC('lat', size);
   const n = sockTcp('lat', size);
-  sockets[`lat_${size}`] = { ts: t, rstream: c, tcp: n };
+  const cTcp = sockCTcp('lat', size);
+  sockets[`lat_${size}`] = { ts: t, rstream: c, tcp: n, rstream_tcp: cTcp };
   const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
   // rstream prints only its mean (usec/xfer: half the round trip with -C 1): the p50 is held against that.
   row(`sockets: ping-pong p50 ${size} B (C: rstream's mean)`, 'µs', pick(t, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, runs);
@@ -256,6 +258,15 @@ for (const size of [64, 4096]) {
   row(`  p99 ${size} B (rstream prints none)`, 'µs', pick(t, 'p99_us'), null, '—', null, runs);
   row(`  p50 ${size} B vs node:net TCP p50`, 'µs', pick(t, 'p50_us'), pick(n, 'p50_us'), '—', null, runs);
   row(`  p99 ${size} B vs node:net TCP p99`, 'µs', pick(t, 'p99_us'), pick(n, 'p99_us'), '—', null, runs);
+  // No RDMA on either side: what the guest charges a Node socket against C's over the same TCP.
+  row(`  node:net TCP's mean ${size} B (TS column) vs rstream -T s (C over TCP)`, 'µs', pick(n, 'usec_per_xfer'), pick(cTcp, 'usec_per_xfer'), '—', null, `${n.length} TCP, ${cTcp.length} rstream -T s`);
+}
+{
+  // The same pair of TCP ping-pongs on the host's loopback, natively (bench/run.sh, where rstream is installed).
+  const n = collect(/^host-tcp-64-r\d+\.json$/, json);
+  const c = collect(/^host-ctcp-64-r\d+\.txt$/, rstreamLine);
+  sockets.host_tcp_64 = { tcp: n, rstream_tcp: c };
+  if (n.length || c.length) row('host: node:net TCP\'s mean 64 B (TS column) vs rstream -T s, loopback', 'µs', pick(n, 'usec_per_xfer'), pick(c, 'usec_per_xfer'), '—', null, `${n.length} TCP, ${c.length} rstream -T s`);
 }
 {
   const t = existsSync(join(raw, 'sock-conns-rdma.json')) ? json(read('sock-conns-rdma.json')) : undefined;
