@@ -21,7 +21,7 @@ import {
 } from '../../src/index.js';
 import { hostRdmaDevices } from '../support/device.js';
 import {
-  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, intrinsic, lyingBuffer, maybe, membersOf, refused, refusedAs, refusedAsInvalidThis, show,
+  badEnum, FuzzLedger, forged, honestCopy, hostile, hostileNumber, intrinsic, lyingBuffer, maybe, membersOf, primitiveReceivers, refused, refusedAs, refusedAsInvalidThis, show,
   type Verdict,
 } from '../support/fuzz.js';
 
@@ -159,7 +159,7 @@ const MEMBERS = Object.entries(CLASSES).flatMap(([type, c]) => membersOf(type, c
 
 test('methods, getters and setters called on a forged `this`: InvalidThisError (sync, or the rejection of an async one), never a result, never a crash', async () => {
   const member = fc.constantFrom(...MEMBERS);
-  await fc.assert(fc.asyncProperty(member, fc.nat(4), hostile(fc.constant(undefined)), async (m, kind, arg) => {
+  await fc.assert(fc.asyncProperty(member, fc.nat(5), primitiveReceivers, hostile(fc.constant(undefined)), async (m, kind, primitive, arg) => {
     const type = CLASSES[m.type as keyof typeof CLASSES];
     const self = [
       () => Object.create(type.prototype) as object,
@@ -167,6 +167,7 @@ test('methods, getters and setters called on a forged `this`: InvalidThisError (
       () => new Proxy(Object.create(type.prototype) as object, {}),
       () => Object.create(type.prototype) as object,
       () => Object.setPrototypeOf({}, type.prototype) as object,
+      () => primitive as object,
     ][kind]!();
     // A class's own name, so KNOWN_UNTYPED can list the class once.
     return ledger.callAsync(`forged this: ${m.type}`, refusedAsInvalidThis(() => m.invoke(self, arg)), refused, () => `${m.name}(${show(arg)})`, 1000);

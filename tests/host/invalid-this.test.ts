@@ -6,6 +6,8 @@
 // pins the error's shape, which calls reject rather than throw, and, in child
 // processes (a crash there fails the test, not the runner), the calls that used
 // to reach native code with a pointer the package did not make.
+import { EventEmitter } from 'node:events';
+import { Duplex } from 'node:stream';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -20,6 +22,8 @@ function forgeries(prototype: object): object[] {
   const shaped = () => Object.setPrototypeOf({ handle: 1n, closed: false, owned: true, kind: 'queue pair', ensureOpen() {}, check() {} }, prototype) as object;
   return [Object.create(prototype) as object, shaped(), new Proxy(Object.create(prototype) as object, {}), new Proxy(shaped(), {})];
 }
+/** The `this` of a method detached from its object and called alone, and what `call` can give it. */
+const PRIMITIVES: unknown[] = [undefined, null, 0, 'x', true, 1n, Symbol('forged')];
 
 const isInvalidThis = (type: string) => (error: unknown): boolean => {
   assert.ok(error instanceof InvalidThisError, `expected an InvalidThisError, got ${String(error)}`);
@@ -91,6 +95,64 @@ for (const row of rows) {
     for (const self of forgeries(row.prototype)) assert.throws(() => row.call(self), isInvalidThis(row.type));
   });
 }
+
+/**
+ * Calls every method, getter and setter `prototype` defines on each of
+ * `receivers`: each must throw InvalidThisError, or return a promise that
+ * rejects with one (async members, an async generator's first next()). `type` names the class, or null where
+ * members name the classes that define them. Returns how many calls it made.
+ */
+async function refuseEach(prototype: object, receivers: unknown[], type: string | null): Promise<number> {
+  const isRefusal = (error: unknown) => (type ? isInvalidThis(type)(error) : error instanceof InvalidThisError);
+  let calls = 0;
+  for (const key of Reflect.ownKeys(prototype)) {
+    if (key === 'constructor') continue;
+    const own = Object.getOwnPropertyDescriptor(prototype, key)!;
+    for (const member of [own.value, own.get, own.set] as unknown[]) {
+      if (typeof member !== 'function') continue;
+      for (const self of receivers) {
+        calls++;
+        let outcome: unknown;
+        try {
+          outcome = (member as (this: unknown, a: unknown) => unknown).call(self, 'x');
+        } catch (error) {
+          assert.ok(isRefusal(error), `${String(key)}: ${String(error)}`);
+          continue;
+        }
+        // An async generator refuses at its first next(), as its other failures come.
+        if (outcome !== null && typeof outcome === 'object' && Symbol.asyncIterator in outcome) outcome = (outcome as unknown as AsyncIterator<unknown>).next();
+        assert.ok(outcome instanceof Promise, `${String(key)} answered instead of refusing`);
+        await assert.rejects(outcome, isRefusal, String(key));
+      }
+    }
+  }
+  return calls;
+}
+
+test('what RdmaSocket inherits from Duplex (pipe, read, destroy, the readable* getters, the async helpers) refuses a forged `this` as its own members do', async () => {
+  const inherited = new Set<PropertyKey>();
+  for (let p = Object.getPrototypeOf(RdmaSocket.prototype) as object; p !== EventEmitter.prototype; p = Object.getPrototypeOf(p) as object) {
+    for (const key of Reflect.ownKeys(p)) if (key !== 'constructor') inherited.add(key);
+  }
+  for (const name of ['pipe', 'read', 'destroy', 'pause', 'resume', 'setEncoding', 'cork', 'uncork', 'push', 'unshift', 'toArray', 'readableFlowing', 'eventNames']) {
+    assert.ok(inherited.has(name), `Duplex still gives RdmaSocket ${name}`);
+  }
+  for (const key of inherited) assert.ok(Object.getOwnPropertyDescriptor(RdmaSocket.prototype, key), `RdmaSocket.prototype has its own ${String(key)}`);
+  const calls = await refuseEach(RdmaSocket.prototype, [...forgeries(RdmaSocket.prototype), ...PRIMITIVES], 'RdmaSocket');
+  assert.ok(calls > 500, `${calls} calls`);
+});
+
+test('every member of every class, called on a primitive `this` (a method detached and called alone gets undefined): InvalidThisError, never the `in` operator\'s own TypeError', async () => {
+  const classes = [AddrInfo, AddressHandle, CmId, CompletionChannel, CompletionQueue, DeviceContext, EventChannel, MemoryRegion, PreparedRecv, PreparedRecvChain,
+    PreparedSend, PreparedSendChain, ProtectionDomain, QueuePair, SharedReceiveQueue, RdmaServer, RdmaSocket];
+  let calls = 0;
+  for (const c of classes) {
+    // The package's prototypes (Resource's, the prepared requests' shared ones), not Node's.
+    const nodes: object[] = [Object.prototype, EventEmitter.prototype, Duplex.prototype];
+    for (let p = c.prototype as object; !nodes.includes(p); p = Object.getPrototypeOf(p) as object) calls += await refuseEach(p, PRIMITIVES, null);
+  }
+  assert.ok(calls > 2000, `${calls} calls`);
+});
 
 test('a member called on an instance of another class is refused too: RdmaSocket.write on an RdmaServer, RdmaServer.close on an RdmaSocket', () => {
   const server = new RdmaServer();

@@ -296,6 +296,9 @@ export function forged(type: { prototype: object; name: string }, others: readon
   return fc.oneof(...kinds);
 }
 
+/** The `this` of a method detached from its object and called alone (undefined), and what `call` can give it. */
+export const primitiveReceivers: fc.Arbitrary<unknown> = fc.constantFrom<unknown>(undefined, null, 0, 'x', true, 1n, Symbol('forged'));
+
 const lie = fc.constantFrom(1 << 30, 2 ** 53, -1, Number.NaN, 0.5, '64', 64n, undefined);
 /** Typed-array subclasses and own properties whose length getters lie (the truth is `n` bytes). */
 function lyingView(n: number, key: string, value: unknown, how: 'subclass' | 'own' | 'flip'): Uint8Array {

@@ -95,7 +95,7 @@ function decodeAddress(address: Pointer | null, length: number): SocketAddress |
 }
 
 export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
-  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** The entries, decoded once. */
   readonly entries: readonly AddrInfoEntry[];
@@ -174,14 +174,14 @@ export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
   }
 
   [Symbol.iterator](): Iterator<AddrInfoEntry> {
-    if (!(#brand in this)) throw new InvalidThisError('AddrInfo');
+    if (!(#brand in Object(this))) throw new InvalidThisError('AddrInfo');
     this.ensureOpen('iterate');
     return this.entries[Symbol.iterator]();
   }
 
   /** rdma_freeaddrinfo, exactly once. */
   protected release(): void {
-    if (!(#brand in this)) throw new InvalidThisError('AddrInfo');
+    if (!(#brand in Object(this))) throw new InvalidThisError('AddrInfo');
     librdmacm.rdma_freeaddrinfo(handleToRelease(this, 'AddrInfo'));
   }
 }

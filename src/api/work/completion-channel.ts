@@ -43,7 +43,7 @@ export let joinChannel: (channel: CompletionChannel, cq: bigint, member: Channel
 export let contextOfChannel: (channel: CompletionChannel) => Pointer;
 
 export class CompletionChannel extends Resource {
-  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** The channel's fd (non-blocking): readable while an event waits. */
   readonly fd: number;
@@ -74,7 +74,7 @@ export class CompletionChannel extends Resource {
 
   /** How many completion queues use this channel. */
   get queues(): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionChannel');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionChannel');
     return this.#members.size;
   }
 
@@ -139,7 +139,7 @@ export class CompletionChannel extends Resource {
   }
 
   protected release(): void {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionChannel');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionChannel');
     const handle = handleToRelease(this, 'CompletionChannel');
     // Its queues were closed first (they are its users): no member is left.
     this.#watcher?.close();

@@ -114,7 +114,7 @@ interface Waiter {
 }
 
 export class CompletionQueue extends Resource implements AsyncIterable<WorkCompletion> {
-  /** The brand every member checks first (`#brand in this`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
   readonly #brand = true;
   #mode: CompletionMode = 'adaptive';
   /** Adaptive mode's spin budget, in ms. */
@@ -170,11 +170,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 'adaptive'
    */
   get mode(): CompletionMode {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return this.#mode;
   }
   set mode(mode: CompletionMode) {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
     this.#mode = mode;
     if (this.#listener && !this.#pollScheduled && !this.closed) this.#schedulePoll();
@@ -189,11 +189,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 50
    */
   get spinBudgetUs(): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return this.#spinBudgetMs * 1000;
   }
   set spinBudgetUs(us: number) {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     if (!Number.isInteger(us) || us < 0 || us > MAX_SPIN_BUDGET_US) throw argumentError('spinBudgetUs', 'spinBudgetUs', `expected an integer from 0 to ${MAX_SPIN_BUDGET_US}`, numberIssue(us));
     this.#spinBudgetMs = us / 1000;
   }
@@ -206,11 +206,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 1
    */
   get timeSliceMs(): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return this.#timeSliceMs;
   }
   set timeSliceMs(ms: number) {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     if (typeof ms !== 'number' || !(ms >= 0.05 && ms <= MAX_TIME_SLICE_MS)) throw argumentError('timeSliceMs', 'timeSliceMs', `expected a number from 0.05 to ${MAX_TIME_SLICE_MS}`, numberIssue(ms));
     this.#timeSliceMs = ms;
   }
@@ -257,7 +257,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
   poll(max = BATCH): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     this.ensureOpen('poll');
     const pollCall = this.#pollCall ?? this.#preparePoll();
     if (max !== this.#pollCount) {
@@ -294,7 +294,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */
   statusAt(index: number): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return readStatus(this.#view, this.#at('statusAt', index));
   }
   /**
@@ -303,34 +303,34 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * or taken with contextAt(): a loop that reads only wr_ids should post without one.
    */
   wrIdAt(index: number): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return readWrId(this.#view, this.#at('wrIdAt', index));
   }
   /** The context of the i-th completion of the last poll(); a one-shot post's is forgotten once taken. */
   contextAt(index: number): unknown {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return contextOf(readWrId(this.#view, this.#at('contextAt', index)));
   }
   /** byte_len of the i-th completion of the last poll(). */
   byteLenAt(index: number): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return readByteLen(this.#view, this.#at('byteLenAt', index));
   }
 
   /** Opcode (a WcOpcode value: RECV_RDMA_WITH_IMM is 129) of the i-th completion of the last poll(). */
   opcodeAt(index: number): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return readOpcode(this.#view, this.#at('opcodeAt', index));
   }
   /** Immediate data (host order) of the i-th completion of the last poll(); -1 when it carries none. */
   immDataAt(index: number): number {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return readImmData(this.#view, this.#at('immDataAt', index));
   }
 
   /** The i-th completion of the last poll(), decoded (with its context). */
   completionAt(index: number): WorkCompletion {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     const base = this.#at('completionAt', index);
     return decodeWorkCompletion(this.#view, base, contextOf(readWrId(this.#view, base)));
   }
@@ -340,7 +340,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * A completion with an error status throws WorkCompletionError.
    */
   waitOne(): WorkCompletion {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     const operation = 'waitOne';
     this.ensureOpen(operation);
     try {
@@ -368,7 +368,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * the process exit while the queue sleeps (see unref()); it defaults to true.
    */
   setListener(listener: CompletionListener | undefined, options: { keepAlive?: boolean } = {}): void {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     const operation = 'setListener';
     this.ensureOpen(operation);
     if (listener !== undefined && (typeof listener !== 'object' || typeof listener.onCompletions !== 'function' || typeof listener.onCompletionError !== 'function')) {
@@ -389,13 +389,13 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** A sleeping listener keeps the process alive again (as a Node handle's ref()). */
   ref(): void {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     this.#channelWatcher?.setRef(true);
   }
 
   /** A sleeping listener no longer keeps the process alive (as a Node handle's unref()). */
   unref(): void {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     this.#channelWatcher?.setRef(false);
   }
 
@@ -433,7 +433,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The next completion, on the event loop. Error statuses reject with WorkCompletionError. */
   next(): Promise<WorkCompletion> {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     this.ensureOpen('next');
     if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)', 'ERR_INVALID_ARG_VALUE');
     return new Promise<WorkCompletion>((resolve, reject) => {
@@ -456,7 +456,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * WorkCompletionError; closing the queue ends it quietly.
    */
   async *[Symbol.asyncIterator](): AsyncGenerator<WorkCompletion> {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     while (!this.closed) {
       try {
         yield await this.next();
@@ -678,25 +678,25 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The shared completion channel this queue is on (createCq({ channel })), if any. */
   get sharedChannel(): CompletionChannel | undefined {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return this.#sharedChannelResource;
   }
 
   /** @internal The ibv_context (device) this queue is on, read once. */
   get contextHandle(): Pointer {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     this.ensureOpen('contextHandle');
     return (this.#context ??= readPointer(this.handle, CQ_CONTEXT));
   }
 
   /** Whether this queue was made by createCq (and is destroyed by its close). */
   get owned(): boolean {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     return this.#ownChannel !== undefined;
   }
 
   protected release(): void {
-    if (!(#brand in this)) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     const handle = handleToRelease(this, 'CompletionQueue');
     this.#listener = undefined;
     this.#pollCall?.release();
