@@ -139,3 +139,39 @@ test('100 armed queues and one that just spun in adaptive mode: idle, the proces
     pair.close();
   }
 });
+
+test('adaptive: a wait polls for its budget before it sleeps, also when poll() took the last completion (drain, then wait), and sleeps after it', { timeout: 60_000 }, async () => {
+  const pair = await connectPair({
+    beforeConnect: (id, side) => {
+      if (side === 'server') for (let i = 0; i < 2; i++) id.postRecv(id.regMsgs(Buffer.alloc(64)));
+    },
+  });
+  try {
+    const cq = pair.server.queuePair.recvCq;
+    cq.spinBudgetUs = 400_000;
+    pair.client.postSend(Buffer.alloc(64), { inline: true });
+    let drained = 0;
+    for (let i = 0; i < 2000 && drained === 0; i++) {
+      drained = cq.poll();
+      if (drained === 0) await sleep(1);
+    }
+    assert.equal(drained, 1, 'poll() took the first message');
+    const cpuShare = async (ms: number) => {
+      const before = process.cpuUsage();
+      await sleep(ms);
+      const used = process.cpuUsage(before);
+      return (used.user + used.system) / (ms * 1000);
+    };
+    const wait = cq.next();
+    const spinning = await cpuShare(200);
+    await sleep(400); // the budget is over
+    const asleep = await cpuShare(500);
+    console.log(`# drain, then wait: ${(spinning * 100).toFixed(1)} % of a CPU within the budget, ${(asleep * 100).toFixed(1)} % after it`);
+    assert.ok(spinning >= 0.3, `the wait polled within its budget (${(spinning * 100).toFixed(1)} % of a CPU)`);
+    assert.ok(asleep <= 0.1, `the wait sleeps after its budget (${(asleep * 100).toFixed(1)} % of a CPU)`);
+    pair.client.postSend(Buffer.alloc(64), { inline: true });
+    assert.equal((await wait).status, 'SUCCESS', 'the sleeping wait wakes for the next message');
+  } finally {
+    pair.close();
+  }
+});

@@ -4,11 +4,12 @@
 // - poll(): non-blocking, batched, nothing allocated (read them with the *At accessors);
 // - waitOne(): blocks the thread, as rdma_get_send_comp/rdma_get_recv_comp do;
 // - next() or a listener, on the event loop, in one of three modes:
-//   'adaptive' (the default) polls on for a short spin budget after a completion,
-//   then arms the channel and sleeps; 'events' sleeps at once (req_notify_cq, then
-//   get_cq_event when libuv sees the channel readable; acks batched);
-//   'busy-poll' never sleeps. Every mode hands the loop back at least once per
-//   time slice, so timers and other I/O run however fast completions come.
+//   'adaptive' (the default) polls on for a short spin budget from the start
+//   of a wait and after a completion, then arms the channel and sleeps;
+//   'events' sleeps at once (req_notify_cq, then get_cq_event when libuv sees
+//   the channel readable; acks batched); 'busy-poll' never sleeps. Every mode
+//   hands the loop back at least once per time slice, so timers and other I/O
+//   run however fast completions come.
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import koffi from 'koffi';
@@ -31,9 +32,10 @@ import {
 } from './work-completion.js';
 
 /**
- * How next() and a listener wait: 'adaptive' polls for spinBudgetUs after a
- * completion, then sleeps on the completion channel; 'events' sleeps at once;
- * 'busy-poll' never sleeps (a core stays busy while anything waits).
+ * How next() and a listener wait: 'adaptive' polls for spinBudgetUs from the
+ * start of a wait and after each completion, then sleeps on the completion
+ * channel; 'events' sleeps at once; 'busy-poll' never sleeps (a core stays
+ * busy while anything waits).
  */
 export type CompletionMode = 'adaptive' | 'events' | 'busy-poll';
 /** The modes, as CompletionQueue.mode accepts them. */
@@ -183,7 +185,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /**
    * Adaptive mode: how long, in µs, the queue keeps polling after its last
-   * completion before it arms the channel and sleeps (an integer, 0–1,000,000).
+   * completion, or from the start of a next() that finds none, before it arms
+   * the channel and sleeps (an integer, 0–1,000,000).
    * Polling hands the event loop back between rounds; a longer budget catches
    * replies that come later at the cost of CPU time spent looking for them.
    * @defaultValue 50
@@ -441,6 +444,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       if (this.#mode === 'busy-poll') {
         if (!this.#spinning) void this.#spin();
       } else if (this.#waiters.length === 1 && !this.#pollScheduled) {
+        // Adaptive: a wait polls for the budget before it sleeps, as rsockets
+        // spins at the start of each blocking wait, whoever took the last
+        // completions (poll() in a drain-then-wait loop leaves no trace here).
+        this.#spinsOn(true);
         // A chain of waits that each find a completion at once never returns
         // to the loop: its first wait of a turn starts the slice that bounds it.
         if (!inTurn) beginTurn();
