@@ -163,6 +163,7 @@ test('adaptive: a wait polls for its budget before it sleeps, also when poll() t
       return (used.user + used.system) / (ms * 1000);
     };
     const wait = cq.next();
+    wait.catch(() => undefined); // if an assertion below fails first, close() ends it
     const spinning = await cpuShare(200);
     await sleep(400); // the budget is over
     const asleep = await cpuShare(500);
