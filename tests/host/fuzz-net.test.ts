@@ -592,7 +592,7 @@ const NET_MEMBERS = [
   ...membersOf('RdmaServer', RdmaServer.prototype, new Set(), EventEmitter.prototype),
 ];
 
-test('methods, getters and setters called on a forged `this` (no private fields, a Proxy, the other class): InvalidThisError (sync, or the rejection of an async one), never a result, a crash or a hang', async () => {
+test('methods, getters and setters called on a forged `this` (no private fields, a Proxy, the other class, a primitive): InvalidThisError (sync, or the rejection of an async one), never a result, a crash or a hang', async () => {
   // The other class's instances collect the listeners some members add (destroySoon's 'finish', asyncDispose's 'close').
   const others = [createServer(), new RdmaSocket()].map((instance) => instance.setMaxListeners(0));
   const forgeries = { RdmaSocket: fc.oneof(forged(RdmaSocket, [others[0]!]), primitiveReceivers), RdmaServer: fc.oneof(forged(RdmaServer, [others[1]!]), primitiveReceivers) };

@@ -1,11 +1,13 @@
-// Members called on a `this` that is not an instance of their class: an
-// InvalidThisError (Node's ERR_INVALID_THIS) before anything of `this` is read,
-// for every class of the safe API and of rdmacm/net; release() frees only when
-// close() runs it. The fuzzers (tests/host/fuzz-hostile.test.ts,
-// tests/host/fuzz-net.test.ts) call every member on forged receivers; this file
-// pins the error's shape, which calls reject rather than throw, and, in child
-// processes (a crash there fails the test, not the runner), the calls that used
-// to reach native code with a pointer the package did not make.
+// Members called on a `this` that is not an instance of their class (a
+// forged one, another class's, a primitive): an InvalidThisError (Node's
+// ERR_INVALID_THIS) before anything of `this` is read, for every class of the
+// safe API and of rdmacm/net, and for what RdmaSocket inherits from Duplex;
+// release() frees only when close() runs it. The fuzzers
+// (tests/host/fuzz-hostile.test.ts, tests/host/fuzz-net.test.ts) call every
+// member on forged receivers; this file pins the error's shape, which calls
+// reject rather than throw, and, in child processes (a crash there fails the
+// test, not the runner), the calls that used to reach native code with a
+// pointer the package did not make.
 import { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
 import { test } from 'node:test';
@@ -99,8 +101,9 @@ for (const row of rows) {
 /**
  * Calls every method, getter and setter `prototype` defines on each of
  * `receivers`: each must throw InvalidThisError, or return a promise that
- * rejects with one (async members, an async generator's first next()). `type` names the class, or null where
- * members name the classes that define them. Returns how many calls it made.
+ * rejects with one (async members, an async generator's first next()).
+ * `type` names the class, or null where members name the classes that define
+ * them. Returns how many calls it made.
  */
 async function refuseEach(prototype: object, receivers: unknown[], type: string | null): Promise<number> {
   const isRefusal = (error: unknown) => (type ? isInvalidThis(type)(error) : error instanceof InvalidThisError);
