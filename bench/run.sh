@@ -31,29 +31,19 @@ app=$raw/app
 echo "bench: the JS side of post/poll on this host (no device needed)" >&2
 node "$app/dist/bench/overhead.js" --json > "$raw/overhead.json"
 
-# host_pair OUT PORT SERVER_CMD... -- CLIENT_CMD...: a TCP server on PORT, then its client (stdout to OUT).
-host_pair() {
-  local out=$1 port=$2 server=() t=0
-  shift 2
-  while [ "$1" != -- ]; do server+=("$1"); shift; done
-  shift
-  "${server[@]}" > "$out.server" 2>&1 &
-  local spid=$!
-  until ss -Hltn "sport = :$port" 2> /dev/null | grep -q . || [ $t -ge 300 ]; do t=$((t + 1)); sleep 0.1; done
-  timeout 120 "$@" > "$out" 2> "$out.err" || echo "bench: FAILED: $* (see $out.err)" >&2
-  wait $spid 2> /dev/null || true
-}
 # node:net against C (rstream -T s) over this host's loopback, with no emulator
 # in the way: the guest's socket rows set beside what a Node socket costs natively.
 if command -v rstream > /dev/null; then
+  source bench/pairs.sh
   echo "bench: 64 B TCP ping-pong on this host's loopback: node:net (rdmacm bench stream --tcp), then rstream -T s" >&2
   pingpong=(-S 64 -C 1 -I 10000)
   for r in 1 2 3; do
     port=$((17590 + 2 * r))
-    host_pair "$raw/host-tcp-64-r$r.json" $port node "$app/bin/rdmacm" bench stream --tcp -l 127.0.0.1 -p $port "${pingpong[@]}" -w 2000 --json -- \
-      node "$app/bin/rdmacm" bench stream --tcp 127.0.0.1 -p $port "${pingpong[@]}" -w 2000 --json
+    # `|| true`: a failed run is reported by pair and simply does not count (set -e would end the bench).
+    LISTEN=tcp pair "$raw/host-tcp-64-r$r.json" node "$app/bin/rdmacm" bench stream --tcp -l 127.0.0.1 -p $port "${pingpong[@]}" -w 2000 --json -- \
+      node "$app/bin/rdmacm" bench stream --tcp 127.0.0.1 -p $port "${pingpong[@]}" -w 2000 --json || true
     port=$((port + 1))
-    host_pair "$raw/host-ctcp-64-r$r.txt" $port rstream -T s -b 127.0.0.1 -p $port "${pingpong[@]}" -T b -- rstream -T s -s 127.0.0.1 -p $port "${pingpong[@]}" -T b
+    LISTEN=tcp pair "$raw/host-ctcp-64-r$r.txt" rstream -T s -b 127.0.0.1 -p $port "${pingpong[@]}" -T b -- rstream -T s -s 127.0.0.1 -p $port "${pingpong[@]}" -T b || true
   done
 fi
 
