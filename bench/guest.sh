@@ -20,7 +20,9 @@
 # BENCH_SOCK_LAT_WARMUP, 200, for the TS pairs), BENCH_SOCK_BW64K_COUNT (128 writes
 # of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (8 writes of 1 MiB each way; the TS
 # pairs warm up with one such iteration), BENCH_SOCK_CONNS (30 connections, after
-# 10), BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32).
+# 10), BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
+# BENCH_SOCK_CPU_ITERS (4: rstream's longer throughput run, whose CPU time less
+# the one-iteration run's is its CPU for the extra bytes).
 # BENCH_ONLY=sockets runs only the socket rows (and ib_send_bw -e, their reference).
 set -uo pipefail
 # Everything in one block that bash reads whole before running it: an edit to
@@ -53,6 +55,7 @@ SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
 SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
 SOCK_CONNS=${BENCH_SOCK_CONNS:-30}
 SOCK_HEAP_MIB=${BENCH_SOCK_HEAP_MIB:-256}
+SOCK_CPU_I=${BENCH_SOCK_CPU_ITERS:-4}
 port=7600
 
 # say, listening and pair: bench/pairs.sh (bench/run.sh uses them too).
@@ -133,7 +136,15 @@ fi
 # on events: none is pinned. The TS pairs run their warm-up iterations first
 # (-w); rstream has no warm-up and gets the same measured iterations. The
 # ping-pongs also run rstream over TCP (-T s): C's floor beside node:net's.
+# CPU time: `rdmacm bench stream` reports its own over the timed interval;
+# rstream's comes from bench/cpu-time.sh around each process, run twice (-I 1
+# and -I $SOCK_CPU_I) so that the difference is the extra bytes' alone.
 tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
+# rstream_pair OUT RSTREAM_ARGS...: an rstream server and client on the next port, each timed into OUT.cpu-server and OUT.cpu-client.
+rstream_pair() {
+  local out=$1; shift
+  port=$((port + 1)); pair "$out" bash bench/cpu-time.sh "$out.cpu-server" rstream -b "$ADDR" -p $port "$@" -- bash bench/cpu-time.sh "$out.cpu-client" rstream -s "$ADDR" -p $port "$@"
+}
 for r in $(seq 1 "$SOCK_REPS"); do
   for spec in "bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N"; do
     set -- $spec
@@ -141,7 +152,8 @@ for r in $(seq 1 "$SOCK_REPS"); do
     if [ "$kind" = bw ]; then run=(-S "$size" -C "$n" -I 1) warm=(-w 1); else run=(-S "$size" -C 1 -I "$n") warm=(-w "$SOCK_LAT_W"); fi
     say "sockets: $kind $size B, run $r: rdmacm/net, rstream -T b, node:net TCP$([ "$kind" = lat ] && echo ', rstream -T s')"
     port=$((port + 1)); pair "$RAW/sock-ts-$kind-$size-r$r.json" $(tss -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
-    port=$((port + 1)); pair "$RAW/sock-c-$kind-$size-r$r.txt" rstream -b "$ADDR" -p $port "${run[@]}" -T b -- rstream -s "$ADDR" -p $port "${run[@]}" -T b
+    rstream_pair "$RAW/sock-c-$kind-$size-r$r.txt" "${run[@]}" -T b
+    if [ "$kind" = bw ]; then rstream_pair "$RAW/sock-clong-$kind-$size-r$r.txt" -S "$size" -C "$n" -I "$SOCK_CPU_I" -T b; fi
     port=$((port + 1)); LISTEN=tcp pair "$RAW/sock-tcp-$kind-$size-r$r.json" $(tss --tcp -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss --tcp "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
     if [ "$kind" = lat ]; then
       # rstream's own TCP (-T s), blocking as above: C over the same TCP, so node:net's row beside it shows what this guest charges any Node socket.

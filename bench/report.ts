@@ -221,7 +221,43 @@ function rstreamLine(text: string): Record<string, number> | undefined {
   const line = text.split('\n').find((l) => /^custom\s/.test(l));
   if (!line) return undefined;
   const fields = line.trim().split(/\s+/);
-  return { gbps: Number(fields.at(-2)), usec_per_xfer: Number(fields.at(-1)) };
+  // rstream prints counts of 1000 and more shortened (cnt_str: "1k", "2m", "1b", rounded down).
+  const count = (field: string) => Number.parseInt(field, 10) * ({ k: 1e3, m: 1e6, b: 1e9 }[field.slice(-1)] ?? 1);
+  return { xfers: count(fields[2]!), iters: count(fields[3]!), gbps: Number(fields.at(-2)), usec_per_xfer: Number(fields.at(-1)) };
+}
+/** Both sides' CPU seconds per GiB, per repetition, of the `rdmacm bench stream` pairs named PREFIX-rN.json (the client's JSON; its server's is in .server). */
+function streamPairCpuPerGib(prefix: string): number[] {
+  return files.filter((f) => new RegExp(`^${prefix}-r\\d+\\.json$`).test(f)).sort().flatMap((name) => {
+    try {
+      const perGib = json(read(name))!.cpu_s_per_gib! + json(read(`${name}.server`))!.cpu_s_per_gib!;
+      return Number.isFinite(perGib) ? [perGib] : [];
+    } catch {
+      return []; // a failed run, or one from before the figure existed
+    }
+  });
+}
+/**
+ * Both sides' CPU seconds per GiB, per repetition, of rstream's throughput
+ * pair: bench/cpu-time.sh's figures ("USER SYSTEM", OUT.cpu-server and
+ * OUT.cpu-client) of the long run (sock-clong-…) less the short one's, over
+ * the bytes the long run moved beyond the short one.
+ */
+function rstreamCpuPerGib(size: number): number[] {
+  const cpu = (name: string) => ['server', 'client']
+    .map((side) => read(`${name}.cpu-${side}`).trim().split(/\s+/).map(Number))
+    .reduce((sum, [user, system]) => sum + user! + system!, 0);
+  return files.filter((f) => new RegExp(`^sock-c-bw-${size}-r\\d+\\.txt$`).test(f)).sort().flatMap((short) => {
+    const long = short.replace('sock-c-', 'sock-clong-');
+    try {
+      const [a, b] = [rstreamLine(read(short)), rstreamLine(read(long))];
+      if (!a || !b || b.iters! <= a.iters!) return [];
+      const extraBytes = (b.iters! - a.iters!) * b.xfers! * size * 2;
+      const perGib = (cpu(long) - cpu(short)) / (extraBytes / 2 ** 30);
+      return Number.isFinite(perGib) ? [perGib] : [];
+    } catch {
+      return []; // a failed run, or one from before the figure existed
+    }
+  });
 }
 const sockTs = (kind: string, size: number) => collect(new RegExp(`^sock-ts-${kind}-${size}-r\\d+\\.json$`), json);
 const sockTcp = (kind: string, size: number) => collect(new RegExp(`^sock-tcp-${kind}-${size}-r\\d+\\.json$`), json);
@@ -244,6 +280,12 @@ for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
     row('  vs ib_send_bw -e 64 KiB (C: verbs on events)', 'MB/s', pick(t, 'mb_per_s'), pick(bwEvents, 'BW average[MB/sec]'), '≥ 0.9×', (r) => r >= 0.9, `${t.length} TS, ${bwEvents.length} C`);
   }
   row(`  vs node:net TCP, ${label} writes (C column: TCP)`, 'MB/s', pick(t, 'mb_per_s'), pick(n, 'mb_per_s'), '—', null, runs);
+  // What the bytes cost: both processes' user + system time per GiB moved (rxe's work in kernel threads not counted).
+  const cpu = { ts: streamPairCpuPerGib(`sock-ts-bw-${size}`), rstream: rstreamCpuPerGib(size), tcp: streamPairCpuPerGib(`sock-tcp-bw-${size}`) };
+  sockets[`cpu_per_gib_${size}`] = cpu;
+  const cpuRuns = `${cpu.ts.length} TS, ${cpu.rstream.length} rstream, ${cpu.tcp.length} TCP`;
+  row(`sockets: CPU s per GiB, ${label} writes, both sides (C: rstream -T b)`, 's', median(cpu.ts), median(cpu.rstream), '—', null, cpuRuns);
+  row(`  vs node:net TCP (C column: TCP)`, 's', median(cpu.ts), median(cpu.tcp), '—', null, cpuRuns);
 }
 for (const size of [64, 4096]) {
   const t = sockTs('lat', size);

@@ -42,8 +42,9 @@ Options:
                          late its ticks fire (ms): what the socket leaves to the loop
       --json             print one JSON object: {transport, role, size, count,
                          iterations, warmup, bytes, seconds, gbps, mb_per_s,
-                         usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us; with
-                         --timer also timer_ticks, timer_p50_ms, timer_p99_ms, timer_max_ms}
+                         usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us, cpu_s,
+                         cpu_user_s, cpu_system_s, cpu_s_per_gib; with --timer also
+                         timer_ticks, timer_p50_ms, timer_p99_ms, timer_max_ms}
   -h, --help             show this help
 
 Figures, as rstream computes them, from the end of the sync (and warm-up):
@@ -51,6 +52,8 @@ Figures, as rstream computes them, from the end of the sync (and warm-up):
   usec/xfer  the time over ITERS × COUNT × 2
   per transfer: each iteration's time over 2 × COUNT, in µs (min, p50, avg,
   p99, max); with -C 1, half the round trip. rstream prints only its mean.
+  CPU        this process's user + system time over the same interval, every
+             thread's, and that per GiB of both directions' bytes
 The client retries a refused connection for 15 s (its server may be starting).
 Exits 0 on success, 1 on a bad option or a failed run, 2 when there is no RDMA device.
 `;
@@ -131,7 +134,8 @@ function human(f: StreamFigures, plan: StreamPlan, role: string, transport: stri
     `  ${'bytes'.padStart(12)}${'time s'.padStart(10)}${'Gb/sec'.padStart(10)}${'MB/s'.padStart(10)}${'usec/xfer'.padStart(12)}\n` +
     `  ${String(f.bytes).padStart(12)}${f.seconds.toFixed(3).padStart(10)}${f.gbps.toFixed(4).padStart(10)}${f.mb_per_s.toFixed(2).padStart(10)}${f.usec_per_xfer.toFixed(2).padStart(12)}\n` +
     `  ${cols.map((c) => c.padStart(10)).join('')}   µs per transfer (iteration time / 2×COUNT)\n` +
-    `  ${vals.map((v) => v.toFixed(2).padStart(10)).join('')}\n`;
+    `  ${vals.map((v) => v.toFixed(2).padStart(10)).join('')}\n` +
+    `  CPU ${f.cpu_s.toFixed(3)} s (user ${f.cpu_user_s.toFixed(3)}, system ${f.cpu_system_s.toFixed(3)}), ${f.cpu_s_per_gib.toFixed(3)} s per GiB\n`;
 }
 
 /** Runs `rdmacm bench stream` (argv after "stream"); resolves to the exit code. */

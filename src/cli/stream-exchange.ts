@@ -8,6 +8,7 @@
 // as rstream's does. Used by `rdmacm bench stream` and by the device tests.
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
+import process from 'node:process';
 import type { Duplex } from 'node:stream';
 
 /** Bytes of rstream's sync, each way. */
@@ -33,6 +34,8 @@ export interface StreamTiming {
   readonly elapsedMs: number;
   /** Each measured iteration's duration, in ms. */
   readonly iterationMs: Float64Array;
+  /** The CPU time this whole process used over the same interval, in µs (every thread's: the loop's, libuv's, V8's). */
+  readonly cpuMicros: { readonly user: number; readonly system: number };
 }
 
 /** A run that could not finish: the peer ended early, sent other bytes, or the stream failed. */
@@ -67,6 +70,7 @@ export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: 
     let iteration = 0;
     let iterationStart = 0;
     let startedAt = 0;
+    let cpuAtStart = process.cpuUsage();
     let settled = false;
     let pastSync = false; // the sync is done
 
@@ -79,7 +83,7 @@ export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: 
       socket.off('error', onError);
       socket.off('drain', pump);
       if (error) reject(error);
-      else resolve({ elapsedMs: performance.now() - startedAt, iterationMs: samples });
+      else resolve({ elapsedMs: performance.now() - startedAt, iterationMs: samples, cpuMicros: process.cpuUsage(cpuAtStart) });
     };
 
     const onData = (chunk: Buffer) => {
@@ -145,7 +149,10 @@ export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: 
     const startIteration = () => {
       if (iteration === total) return finish();
       iterationStart = performance.now();
-      if (iteration === warmup) startedAt = iterationStart;
+      if (iteration === warmup) {
+        startedAt = iterationStart;
+        cpuAtStart = process.cpuUsage();
+      }
       if (role === 'client') send(count, size, () => receive(phase, endIteration));
       else receive(phase, () => send(count, size, endIteration));
     };
@@ -181,6 +188,12 @@ export interface StreamFigures {
   readonly avg_us: number;
   readonly p99_us: number;
   readonly max_us: number;
+  /** This process's CPU time over the run (user + system), in seconds, and its two parts. */
+  readonly cpu_s: number;
+  readonly cpu_user_s: number;
+  readonly cpu_system_s: number;
+  /** cpu_s per GiB of `bytes` (both directions' bytes, 2^30 to the GiB). */
+  readonly cpu_s_per_gib: number;
 }
 
 export function streamFigures(plan: StreamPlan, timing: StreamTiming): StreamFigures {
@@ -190,6 +203,7 @@ export function streamFigures(plan: StreamPlan, timing: StreamTiming): StreamFig
   const at = (p: number) => perXfer[Math.min(perXfer.length - 1, Math.max(0, Math.ceil(p * perXfer.length) - 1))] ?? 0;
   const round = (v: number) => Math.round(v * 1000) / 1000;
   const fine = (v: number) => Math.round(v * 1e6) / 1e6; // a ping-pong's Gb/sec is small
+  const cpuSeconds = (timing.cpuMicros.user + timing.cpuMicros.system) / 1e6;
   return {
     bytes,
     seconds: round(us / 1e6),
@@ -201,5 +215,9 @@ export function streamFigures(plan: StreamPlan, timing: StreamTiming): StreamFig
     avg_us: round(perXfer.reduce((sum, v) => sum + v, 0) / Math.max(1, perXfer.length)),
     p99_us: round(at(0.99)),
     max_us: round(perXfer[perXfer.length - 1] ?? 0),
+    cpu_s: fine(cpuSeconds),
+    cpu_user_s: fine(timing.cpuMicros.user / 1e6),
+    cpu_system_s: fine(timing.cpuMicros.system / 1e6),
+    cpu_s_per_gib: fine(cpuSeconds / (bytes / 2 ** 30)),
   };
 }

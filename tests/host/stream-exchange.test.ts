@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { availableParallelism } from 'node:os';
 import { createServer, connect, type Socket } from 'node:net';
 import { streamExchange, streamFigures, StreamExchangeError, SYNC_BYTES, type StreamPlan } from '../../src/cli/stream-exchange.js';
 
@@ -36,6 +37,9 @@ test('both sides finish, each having received the other\'s pattern, and time onl
       assert.equal(timing.iterationMs.length, 4);
       assert.ok(timing.iterationMs.every((ms) => ms > 0), String(timing.iterationMs));
       assert.ok(timing.elapsedMs > 0);
+      // Both sides ran in this process for the interval: some CPU, and no more than every CPU's worth of it.
+      const cpuMs = (timing.cpuMicros.user + timing.cpuMicros.system) / 1000;
+      assert.ok(cpuMs > 0 && cpuMs <= availableParallelism() * timing.elapsedMs + 20, `${cpuMs} ms of CPU in ${timing.elapsedMs} ms`);
     }
   } finally {
     close();
@@ -86,7 +90,7 @@ test('a peer that sends more than the plan holds, or ends early, fails the run w
 
 test('figures follow rstream\'s formulas', () => {
   const plan = { size: 1000, count: 10, iterations: 4 };
-  const figures = streamFigures(plan, { elapsedMs: 8, iterationMs: Float64Array.from([2, 1, 4, 1]) });
+  const figures = streamFigures(plan, { elapsedMs: 8, iterationMs: Float64Array.from([2, 1, 4, 1]), cpuMicros: { user: 6000, system: 2000 } });
   assert.equal(figures.bytes, 80_000); // iterations × count × size × 2
   assert.equal(figures.seconds, 0.008);
   assert.equal(figures.gbps, 0.08); // 640 000 bits over 8000 µs
@@ -94,4 +98,7 @@ test('figures follow rstream\'s formulas', () => {
   assert.equal(figures.usec_per_xfer, 100); // 8000 µs / 4 / 20
   // Per transfer: each iteration over 2 × 10 transfers, in µs.
   assert.deepEqual([figures.min_us, figures.p50_us, figures.avg_us, figures.p99_us, figures.max_us], [50, 50, 100, 200, 200]);
+  // CPU: 8 ms over 80 000 bytes, so 8e-3 × 2^30 / 80 000 s per GiB.
+  assert.deepEqual([figures.cpu_s, figures.cpu_user_s, figures.cpu_system_s], [0.008, 0.006, 0.002]);
+  assert.equal(figures.cpu_s_per_gib, 107.374182);
 });
