@@ -44,6 +44,15 @@ export interface RdmaSocketSizes {
    */
   readonly iomapEntries?: number;
   /**
+   * The largest data message this side sends, in bytes (1 to 8 MiB, rxe's
+   * largest message): a write is sent in messages of up to this size, each
+   * also within the peer's current buffer half. rsockets sends at most 64 KiB
+   * a message; its receivers take any length, and fewer, larger messages cost
+   * less CPU per byte. Set 65536 for rsockets' own chunking.
+   * @defaultValue 262144
+   */
+  readonly maxMessageSize?: number;
+  /**
    * How the connection's completion queue waits (CompletionQueue.mode):
    * 'adaptive' polls for spinBudgetUs after a completion before it sleeps,
    * 'events' sleeps at once, 'busy-poll' never sleeps (a core stays busy).
@@ -57,6 +66,11 @@ export interface RdmaSocketSizes {
   readonly spinBudgetUs?: number;
 }
 
+/** The largest message rxe carries (RXE_MAX_MSG_SZ); InfiniBand allows 2 GiB. */
+const MAX_MESSAGE_SIZE = 1 << 23;
+/** Four times rsockets' RS_MAX_TRANSFER: with rstream's 1 MiB rings, two messages to a half. */
+const DEFAULT_MAX_MESSAGE_SIZE = DEFAULTS.maxTransfer * 4;
+
 const power2Size = (min: number, max: number) =>
   z.number().int().min(min).max(max).refine((n) => (n & (n - 1)) === 0 || n % 4096 === 0, 'a power of two or a multiple of 4096');
 
@@ -67,6 +81,7 @@ export const sizesSchema = z.strictObject({
   recvQueueDepth: z.number().int().min(DEFAULTS.minQueueDepth).max(DEFAULTS.maxQueueDepth).default(DEFAULTS.recvQueueDepth),
   inlineSize: z.number().int().min(0).max(1024).default(DEFAULTS.inlineSize),
   iomapEntries: z.number().int().min(0).max(0x7f00).default(DEFAULTS.iomapEntries),
+  maxMessageSize: z.number().int().min(1).max(MAX_MESSAGE_SIZE).default(DEFAULT_MAX_MESSAGE_SIZE),
   completionMode: z.enum(COMPLETION_MODES as [CompletionMode, ...CompletionMode[]]).default('adaptive'),
   spinBudgetUs: z.number().int().min(0).max(1_000_000).default(DEFAULT_SPIN_BUDGET_US),
 }) satisfies z.ZodType<Required<RdmaSocketSizes>, RdmaSocketSizes>;

@@ -569,7 +569,7 @@ export class StreamConnection implements CompletionListener {
     const room = readSgeLength(view, slot, HOST_IS_BIG_ENDIAN);
     if (room === 0) return false;
     const at = this.#posted % this.#sendBytes;
-    const length = Math.min(available, this.#sendBytes - at, DEFAULTS.maxTransfer, room);
+    const length = Math.min(available, this.#sendBytes - at, this.sizes.maxMessageSize, room);
     const address = readSgeAddress(view, slot, HOST_IS_BIG_ENDIAN);
     const key = readSgeKey(view, slot, HOST_IS_BIG_ENDIAN);
     // Local state first: once the write lands the peer may reuse this slot.
@@ -596,7 +596,7 @@ export class StreamConnection implements CompletionListener {
   #postDirect(segment: DirectSegment): boolean {
     if (this.#sendQueueFree === 0) return false;
     const at = this.#posted % this.#sendBytes;
-    const length = Math.min(segment.length, this.#sendBytes - at, DEFAULTS.maxTransfer);
+    const length = Math.min(segment.length, this.#sendBytes - at, this.sizes.maxMessageSize);
     const write = (this.#directWrite ??= this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', remote: NOWHERE, offset: 0, length: 0 }));
     write.setRange(at, length);
     write.setRemote(segment.address, segment.key);

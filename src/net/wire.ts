@@ -45,7 +45,7 @@ export const DEFAULTS = {
   recvBufferSize: 1 << 17,
   sendBufferSize: 1 << 17,
   iomapEntries: 0,
-  /** RS_MAX_TRANSFER: the largest single data message. */
+  /** RS_MAX_TRANSFER: the largest data message rsockets sends (a sender's choice: receivers take any length). */
   maxTransfer: 1 << 16,
   /** RS_QP_CTRL_SIZE: control messages in flight at once. */
   controlSlots: 4,

@@ -46,6 +46,13 @@ interface ToolPeer {
   /** Iomap entries this side offers (riostream maps into its peer). */
   readonly iomapEntries: number;
 }
+
+/**
+ * The tools' rings (-B 512 KiB, doubled by rsockets: 1 MiB), on this side
+ * too: then its writes go out in messages of the default 256 KiB, four
+ * times the most rsockets sends, which the tool must take and verify.
+ */
+const TOOL_RINGS = { recvBufferSize: 1 << 20, sendBufferSize: 1 << 20 };
 type Plan = (typeof PLANS)[number];
 
 const RSTREAM: ToolPeer = { tool: 'rstream', exchange: (socket, role, plan) => rstreamExchange(socket, role, plan), iomapEntries: 0 };
@@ -54,7 +61,7 @@ const RIOSTREAM: ToolPeer = { tool: 'riostream', exchange: riostreamExchange, io
 /** The tool as client, a TypeScript server serving its custom run. */
 async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
   const progress: ExchangeProgress = { phase: 'not connected' };
-  const server = createServer({ rdma: { iomapEntries: peer.iomapEntries } });
+  const server = createServer({ rdma: { ...TOOL_RINGS, iomapEntries: peer.iomapEntries } });
   const served = new Promise<void>((resolve, reject) => {
     server.once('connection', (socket) => {
       peer.exchange(socket, 'server', plan, progress).then(() => socket.end(), reject);
@@ -86,7 +93,7 @@ async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
   const progress: ExchangeProgress = { phase: 'not connected' };
   tool.finished.then((result) => seen.push(`${peer.tool} exited ${result.code}: ${result.stdout} ${result.stderr}`), () => undefined);
   try {
-    const socket = await connectWhenListening(port, peer.iomapEntries);
+    const socket = await connectWhenListening(port, { ...TOOL_RINGS, iomapEntries: peer.iomapEntries });
     // If the tool gives up first, say what it printed. It also exits right after
     // its last write, which this side may not have looked for yet (under load a
     // run lost that race): the exchange gets a few seconds more.

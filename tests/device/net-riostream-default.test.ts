@@ -80,7 +80,7 @@ test('TypeScript client → riostream server (iomap): its default run, latency t
   const run = async () => {
     for (const phase of PHASES) {
       progress.phase = `${phase}: connecting`;
-      const socket = await connectWhenListening(port, 1);
+      const socket = await connectWhenListening(port, { iomapEntries: 1 });
       for (const plan of DEFAULT_RUN[phase]) await riostreamExchange(socket, 'client', plan, progress);
       progress.phase = `${phase}: ended, awaiting the close`;
       socket.end();

@@ -80,6 +80,32 @@ test('stream.pipeline of 8 MiB through an echo keeps every byte (sha256), with s
   }
 });
 
+test('data messages of any size up to maxMessageSize: 5000 B and 8 MiB messages carry every byte (sha256)', { timeout: 120_000 }, async () => {
+  // An odd size splits writes and ring halves at odd places; 8 MiB (rxe's largest message) fills half of a 16 MiB ring at once.
+  for (const [maxMessageSize, ring, bytes] of [[5000, 1 << 17, 3 << 20], [8 << 20, 16 << 20, 12 << 20]] as const) {
+    const payload = randomBytes(bytes);
+    const server = createServer({ rdma: { recvBufferSize: ring } });
+    const received = new Promise<Buffer>((resolve, reject) => {
+      server.once('connection', (socket) => {
+        socket.on('error', reject);
+        collect(socket).then(resolve, reject);
+      });
+    });
+    server.listen(0, deviceAddress());
+    await once(server, 'listening');
+    try {
+      const client = connect({ port: server.address()!.port, host: deviceAddress(), rdma: { sendBufferSize: ring, maxMessageSize } });
+      await once(client, 'connect');
+      await pipeline(Readable.from([payload.subarray(0, bytes / 3), payload.subarray(bytes / 3)]), client);
+      const arrived = await received;
+      assert.equal(arrived.length, payload.length, `maxMessageSize ${maxMessageSize}`);
+      assert.equal(sha256(arrived), sha256(payload), `maxMessageSize ${maxMessageSize}`);
+    } finally {
+      await closeServer(server);
+    }
+  }
+});
+
 test('half-close: end() sends shutdown, the peer sees end and may go on writing', { timeout: 60_000 }, async () => {
   const server = createServer({ allowHalfOpen: true });
   const serverSide = new Promise<string>((resolve, reject) => {

@@ -1,14 +1,14 @@
 // Connecting to one of rdma-core's rsocket tools started as a server: it may
 // still be starting, so a refused connection is retried (bounded, and each
 // attempt too: a stall says which).
-import { connect, type RdmaSocket } from '../../src/net/index.js';
+import { connect, type RdmaSocket, type RdmaSocketSizes } from '../../src/net/index.js';
 import { deviceAddress } from './device.js';
 import { within } from './within.js';
 
 /** Connects, retrying while the peer tool is still starting (bounded, and each step too: a stall says which). */
-export async function connectWhenListening(port: number, iomapEntries = 0): Promise<RdmaSocket> {
+export async function connectWhenListening(port: number, rdma: RdmaSocketSizes = {}): Promise<RdmaSocket> {
   for (let attempt = 0; ; attempt++) {
-    const socket = connect({ port, host: deviceAddress(), rdma: { iomapEntries } });
+    const socket = connect({ port, host: deviceAddress(), rdma });
     const closed = new Promise((resolve) => socket.once('close', resolve));
     // Plain listeners: events.once('connect') would reject at the 'error' event itself.
     const outcome = await within(new Promise<'connected' | (Error & { code: string })>((resolve) => {
