@@ -556,9 +556,22 @@ export class StreamConnection implements CompletionListener {
       }
       const streamEnd = direct ? direct.at : this.#staged;
       if (this.#posted >= streamEnd) break;
+      if (!direct && this.#corked(streamEnd - this.#posted)) return;
       if (!this.#postStream(streamEnd - this.#posted)) return;
     }
     if (this.#posted === this.#staged && this.#endQueued) this.#sendEnd();
+  }
+
+  /**
+   * Autocorking, as Linux's TCP does it: while a whole message's worth of
+   * data is in flight, a shorter tail waits for more bytes or for a send
+   * completion (each completion flushes again), so a stream of writes goes
+   * out in fewer, larger messages. A write with less than that in flight,
+   * such as a request or a reply, goes out at once.
+   */
+  #corked(unposted: number): boolean {
+    const max = this.sizes.maxMessageSize;
+    return unposted < max && this.#posted - this.#completed >= max;
   }
 
   /** One data message of up to `available` staged bytes; false when credits, queue or the peer's buffer ran out. */

@@ -106,6 +106,33 @@ test('data messages of any size up to maxMessageSize: 5000 B and 8 MiB messages 
   }
 });
 
+test('autocorking: a tail held while a message\'s worth is in flight goes out at the next completion, with no end() to push it', { timeout: 60_000 }, async () => {
+  // 1 MiB rings and the default 256 KiB messages: the fifth 64 KiB write finds 256 KiB in flight and waits, then the short tail.
+  const rdma = { recvBufferSize: 1 << 20, sendBufferSize: 1 << 20 };
+  const { server, port } = await echoServer({ rdma });
+  try {
+    const client = connect({ port, host: deviceAddress(), rdma });
+    await once(client, 'connect');
+    const payload = randomBytes(5 * 65536 + 100);
+    const echoed: Buffer[] = [];
+    let length = 0;
+    const allBack = new Promise<void>((resolve) => {
+      client.on('data', (chunk: Buffer) => {
+        echoed.push(chunk);
+        length += chunk.length;
+        if (length >= payload.length) resolve();
+      });
+    });
+    for (let at = 0; at < payload.length; at += 65536) client.write(payload.subarray(at, at + 65536));
+    await allBack;
+    assert.equal(sha256(Buffer.concat(echoed)), sha256(payload));
+    client.end();
+    await once(client, 'close');
+  } finally {
+    await closeServer(server);
+  }
+});
+
 test('half-close: end() sends shutdown, the peer sees end and may go on writing', { timeout: 60_000 }, async () => {
   const server = createServer({ allowHalfOpen: true });
   const serverSide = new Promise<string>((resolve, reject) => {
