@@ -49,7 +49,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const FIGURES = ['transport', 'role', 'size', 'count', 'iterations', 'warmup', 'bytes', 'seconds', 'gbps', 'mb_per_s', 'usec_per_xfer', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'max_us'];
+const FIGURES = [
+  'transport', 'role', 'size', 'count', 'iterations', 'warmup', 'bytes', 'seconds', 'gbps', 'mb_per_s', 'usec_per_xfer', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'max_us',
+  'cpu_s', 'cpu_user_s', 'cpu_system_s', 'cpu_s_per_gib',
+];
 
 function parseFigures(result: Run, who: string): Record<string, number | string> {
   assert.equal(result.code, 0, `${who}: ${result.stderr}`);
@@ -142,6 +145,7 @@ test('--tcp: a throughput run in human form prints the figures table', { timeout
   for (const [result, role] of [[client, 'client'], [served, 'server']] as const) {
     assert.match(result.stdout, new RegExp(`^rdmacm bench stream \\(${role}, node:net TCP\\): 65536 B × 64 each way × 2 iterations\\n`));
     assert.match(result.stdout, /\n\s+bytes\s+time s\s+Gb\/sec\s+MB\/s\s+usec\/xfer\n\s+16777216\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\n/);
+    assert.match(result.stdout, /\n  CPU [\d.]+ s \(user [\d.]+, system [\d.]+\), [\d.]+ s per GiB\n$/);
   }
 });
 
