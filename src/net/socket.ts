@@ -151,7 +151,7 @@ export class RdmaSocket extends Duplex {
   #local: SocketAddress | undefined;
   #bytesRead = 0;
   #bytesWritten = 0;
-  /** node:net's noDelay: rsockets posts each write at once, so it is kept only to report. */
+  /** node:net's noDelay: there is no Nagle here (writes wait only while a message's worth is in flight), so it is kept only to report. */
   noDelay = true;
 
   constructor(options: RdmaSocketOptions = {}) {
@@ -626,7 +626,7 @@ export class RdmaSocket extends Duplex {
     }
   }
 
-  /** Kept for node:net compatibility: writes go out at once anyway (rsockets has no Nagle). */
+  /** Kept for node:net compatibility: there is no Nagle to turn off (autocorking, as in Linux's TCP, stays either way). */
   setNoDelay(noDelay = true): this {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
     // node:net's coercion: any value, taken for its truth.
