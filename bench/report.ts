@@ -47,11 +47,11 @@ function cmtime(text: string): Record<string, number>[] {
   return tables.filter((steps) => steps.connect !== undefined);
 }
 
-function collect<T>(pattern: RegExp, parse: (text: string) => T | undefined): T[] {
+function collect<T>(pattern: RegExp, parse: (text: string, name: string) => T | undefined): T[] {
   const out: T[] = [];
   for (const name of files.filter((f) => pattern.test(f)).sort()) {
     try {
-      const value = parse(read(name));
+      const value = parse(read(name), name);
       if (value !== undefined) out.push(value);
     } catch {
       // a failed run leaves an empty or partial file: it simply does not count
@@ -226,16 +226,10 @@ function rstreamLine(text: string): Record<string, number> | undefined {
   return { xfers: count(fields[2]!), iters: count(fields[3]!), gbps: Number(fields.at(-2)), usec_per_xfer: Number(fields.at(-1)) };
 }
 /** Both sides' CPU seconds per GiB, per repetition, of the `rdmacm bench stream` pairs named PREFIX-rN.json (the client's JSON; its server's is in .server). */
-function streamPairCpuPerGib(prefix: string): number[] {
-  return files.filter((f) => new RegExp(`^${prefix}-r\\d+\\.json$`).test(f)).sort().flatMap((name) => {
-    try {
-      const perGib = json(read(name))!.cpu_s_per_gib! + json(read(`${name}.server`))!.cpu_s_per_gib!;
-      return Number.isFinite(perGib) ? [perGib] : [];
-    } catch {
-      return []; // a failed run, or one from before the figure existed
-    }
-  });
-}
+const streamPairCpuPerGib = (prefix: string) => collect(new RegExp(`^${prefix}-r\\d+\\.json$`), (text, name) => {
+  const perGib = json(text)!.cpu_s_per_gib! + json(read(`${name}.server`))!.cpu_s_per_gib!;
+  return Number.isFinite(perGib) ? perGib : undefined; // NaN: a run from before the figure existed
+});
 /**
  * Both sides' CPU seconds per GiB, per repetition, of rstream's throughput
  * pair: bench/cpu-time.sh's figures ("USER SYSTEM", OUT.cpu-server and
@@ -246,17 +240,13 @@ function rstreamCpuPerGib(size: number): number[] {
   const cpu = (name: string) => ['server', 'client']
     .map((side) => read(`${name}.cpu-${side}`).trim().split(/\s+/).map(Number))
     .reduce((sum, [user, system]) => sum + user! + system!, 0);
-  return files.filter((f) => new RegExp(`^sock-c-bw-${size}-r\\d+\\.txt$`).test(f)).sort().flatMap((short) => {
+  return collect(new RegExp(`^sock-c-bw-${size}-r\\d+\\.txt$`), (text, short) => {
     const long = short.replace('sock-c-', 'sock-clong-');
-    try {
-      const [a, b] = [rstreamLine(read(short)), rstreamLine(read(long))];
-      if (!a || !b || b.iters! <= a.iters!) return [];
-      const extraBytes = (b.iters! - a.iters!) * b.xfers! * size * 2;
-      const perGib = (cpu(long) - cpu(short)) / (extraBytes / 2 ** 30);
-      return Number.isFinite(perGib) ? [perGib] : [];
-    } catch {
-      return []; // a failed run, or one from before the figure existed
-    }
+    const [a, b] = [rstreamLine(text), rstreamLine(read(long))];
+    if (!a || !b || b.iters! <= a.iters!) return undefined;
+    const extraBytes = (b.iters! - a.iters!) * b.xfers! * size * 2;
+    const perGib = (cpu(long) - cpu(short)) / (extraBytes / 2 ** 30);
+    return Number.isFinite(perGib) ? perGib : undefined;
   });
 }
 const sockTs = (kind: string, size: number) => collect(new RegExp(`^sock-ts-${kind}-${size}-r\\d+\\.json$`), json);
