@@ -13,6 +13,7 @@ import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
 import { checkRstream } from '../support/rstream-peer.js';
+import { STREAM_KEYS, STREAM_TIMING_KEYS } from '../support/stream-keys.js';
 
 const bin = join(packageRoot(), 'bin', 'rdmacm');
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
@@ -150,10 +151,6 @@ test('nc to a port nothing listens on exits 1 with ECONNREFUSED and writes nothi
 
 // ---------------------------------------------------------------- bench stream
 
-const TIMING_KEYS = ['bytes', 'seconds', 'gbps', 'mb_per_s', 'usec_per_xfer', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'max_us'];
-const CPU_KEYS = ['cpu_s', 'cpu_user_s', 'cpu_system_s', 'cpu_s_per_gib'];
-const STREAM_KEYS = ['transport', 'role', 'size', 'count', 'iterations', 'warmup', ...TIMING_KEYS, ...CPU_KEYS];
-
 function figures(result: Finished, who: string): Record<string, number | string> {
   assert.equal(result.code, 0, `${who}: ${result.stderr}`);
   const lines = result.stdout.trim().split('\n');
@@ -161,7 +158,7 @@ function figures(result: Finished, who: string): Record<string, number | string>
   const parsed = JSON.parse(lines[0]!) as Record<string, number | string>;
   assert.deepEqual(Object.keys(parsed), STREAM_KEYS);
   assert.equal(parsed.transport, 'rdma');
-  for (const key of TIMING_KEYS) assert.ok(Number.isFinite(parsed[key]) && (parsed[key] as number) > 0, `${who}: ${key} = ${parsed[key]}`);
+  for (const key of STREAM_TIMING_KEYS) assert.ok(Number.isFinite(parsed[key]) && (parsed[key] as number) > 0, `${who}: ${key} = ${parsed[key]}`);
   // CPU: some time in all; either part may round to nothing in a short run.
   const { bytes, cpu_s: cpu, cpu_user_s: user, cpu_system_s: system, cpu_s_per_gib: perGib } = parsed as Record<string, number>;
   assert.ok(cpu > 0 && user >= 0 && system >= 0 && Math.abs(user + system - cpu) < 1e-5, `${who}: cpu ${cpu} = user ${user} + system ${system}`);

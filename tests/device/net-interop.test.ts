@@ -46,6 +46,7 @@ interface ToolPeer {
   /** Iomap entries this side offers (riostream maps into its peer). */
   readonly iomapEntries: number;
 }
+type Plan = (typeof PLANS)[number];
 
 /**
  * The tools' rings (-B 512 KiB, doubled by rsockets: 1 MiB), on this side
@@ -53,7 +54,6 @@ interface ToolPeer {
  * times the most rsockets sends, which the tool must take and verify.
  */
 const TOOL_RINGS = { recvBufferSize: 1 << 20, sendBufferSize: 1 << 20 };
-type Plan = (typeof PLANS)[number];
 
 const RSTREAM: ToolPeer = { tool: 'rstream', exchange: (socket, role, plan) => rstreamExchange(socket, role, plan), iomapEntries: 0 };
 const RIOSTREAM: ToolPeer = { tool: 'riostream', exchange: riostreamExchange, iomapEntries: 1 };

@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { packageRoot, noDeviceAdvice } from '../../src/package-info.js';
 import { hasDevice } from '../support/device.js';
+import { STREAM_KEYS } from '../support/stream-keys.js';
 
 const root = packageRoot();
 
@@ -49,18 +50,13 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const FIGURES = [
-  'transport', 'role', 'size', 'count', 'iterations', 'warmup', 'bytes', 'seconds', 'gbps', 'mb_per_s', 'usec_per_xfer', 'min_us', 'p50_us', 'avg_us', 'p99_us', 'max_us',
-  'cpu_s', 'cpu_user_s', 'cpu_system_s', 'cpu_s_per_gib',
-];
-
 function parseFigures(result: Run, who: string): Record<string, number | string> {
   assert.equal(result.code, 0, `${who}: ${result.stderr}`);
   const lines = result.stdout.trim().split('\n');
   assert.equal(lines.length, 1, `${who} printed one line: ${result.stdout}`);
   const figures = JSON.parse(lines[0]!) as Record<string, number | string>;
   const timer = 'timer_ticks' in figures ? ['timer_ticks', 'timer_p50_ms', 'timer_p99_ms', 'timer_max_ms'] : [];
-  assert.deepEqual(Object.keys(figures), [...FIGURES, ...timer]);
+  assert.deepEqual(Object.keys(figures), [...STREAM_KEYS, ...timer]);
   return figures;
 }
 
