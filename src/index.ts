@@ -54,5 +54,5 @@ export {
 // Sockets over RDMA (also as 'rdmacm/net').
 export {
   RdmaSocket, RdmaServer, connect, createConnection, createServer, RdmaNetError, RdmaNetCodeError, RdmaProtocolError,
-  type RdmaSocketOptions, type DropInfo, type RdmaConnectOptions, type RdmaListenOptions, type RdmaServerOptions, type RdmaSocketSizes,
+  type RdmaSocketOptions, type DropInfo, type RdmaConnectOptions, type RdmaListenOptions, type RdmaOnread, type RdmaServerOptions, type RdmaSocketSizes,
 } from './net/index.js';

@@ -6,4 +6,4 @@ export { RdmaServer, createServer, type DropInfo } from './server.js';
 export { RdmaNetError, RdmaNetCodeError } from './errors.js';
 export { InvalidThisError } from '../api/core/errors.js';
 export { ProtocolError as RdmaProtocolError } from './wire.js';
-export type { RdmaConnectOptions, RdmaListenOptions, RdmaServerOptions, RdmaSocketSizes } from './options.js';
+export type { RdmaConnectOptions, RdmaListenOptions, RdmaOnread, RdmaServerOptions, RdmaSocketSizes } from './options.js';

@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
-import { abortSignal, argumentError, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
+import { abortSignal, argumentError, bytes, instanceCheck, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -114,7 +114,6 @@ const REFUSED: Record<string, string> = {
   fd: 'an RDMA socket has no file descriptor to adopt',
   path: 'IPC paths are not RDMA: use host and port',
   lookup: 'a custom lookup is not supported: pass a numeric host, or a name the system resolver knows',
-  onread: 'onread is not supported: read with data events or for await',
   autoSelectFamily: 'autoSelectFamily is not supported: rdma_cm connects to the first address',
   autoSelectFamilyAttemptTimeout: 'autoSelectFamily is not supported',
   hints: 'lookup hints are not supported',
@@ -133,6 +132,33 @@ function refuseUnsupported(operation: string, options: object): void {
     .map((key) => ({ path: `options.${key}`, rule: REFUSED[key]!, code: 'ERR_INVALID_ARG_VALUE' as const }));
   if (issues.length > 0) throw new RdmaArgumentError(operation, issues);
 }
+
+/**
+ * node:net's onread: each read lands in one buffer of the caller's and is
+ * handed to `callback`, instead of a fresh Buffer per 'data' event.
+ */
+export interface RdmaOnread {
+  /** The buffer every read fills (1 byte or more), or a function that returns one for each read. */
+  readonly buffer: Uint8Array | (() => Uint8Array);
+  /** Called with the bytes read and the buffer they are in (`this` is the socket); returning false pauses the socket, as pause() does. */
+  readonly callback: (bytesRead: number, buffer: Uint8Array) => unknown;
+}
+
+const aFunction = <T>() => instanceCheck<T>((value) => typeof value === 'function', 'expected a function');
+const TypedArray = Object.getPrototypeOf(Uint8Array) as abstract new () => ArrayBufferView;
+/** An object that is no view, nor a Proxy of one (whose buffer getter would throw when read as a key); its keys are checked next. */
+const notAView = instanceCheck<RdmaOnread>(
+  (value) => typeof value === 'object' && value !== null && !ArrayBuffer.isView(value) && !(value instanceof TypedArray) && !(value instanceof DataView),
+  'expected { buffer, callback }',
+);
+export const onreadSchema = notAView.pipe(z.strictObject({
+  buffer: z.union([bytes.refine((view) => view.byteLength > 0, 'a buffer of 1 byte or more'), aFunction<() => Uint8Array>()], {
+    error: 'expected a Buffer or Uint8Array of 1 byte or more, or a function that returns one',
+  }),
+  callback: aFunction<(bytesRead: number, buffer: Uint8Array) => unknown>(),
+})) satisfies z.ZodType<unknown, RdmaOnread>;
+type OnreadTied = Holds<InputIs<typeof onreadSchema, RdmaOnread>>;
+export type ResolvedOnread = z.output<typeof onreadSchema>;
 
 /** What connect() and createConnection() take. */
 export interface RdmaConnectOptions {
@@ -171,6 +197,8 @@ export interface RdmaConnectOptions {
   readonly keepAliveInitialDelay?: number;
   /** Stream highWaterMark (both sides), in bytes, 1 or more. @defaultValue Node's default */
   readonly highWaterMark?: number;
+  /** Reads go to this buffer and callback instead of 'data' events. @defaultValue none: 'data' events */
+  readonly onread?: RdmaOnread;
   /** RDMA-specific sizes (see each one's default). @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
 }
@@ -189,6 +217,7 @@ export const connectSchema = z.strictObject({
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
   highWaterMark: z.number().int().min(1).optional(),
+  onread: onreadSchema.optional(),
   rdma: sizesSchema.default(DEFAULT_SIZES),
 }) satisfies z.ZodType<unknown, RdmaConnectOptions>;
 type ConnectTied = Holds<InputIs<typeof connectSchema, RdmaConnectOptions>>;
@@ -208,6 +237,13 @@ export interface RdmaServerOptions {
   readonly keepAliveInitialDelay?: number;
   /** Stream highWaterMark of accepted sockets, in bytes, 1 or more. @defaultValue Node's default */
   readonly highWaterMark?: number;
+  /**
+   * Reads of every accepted socket go to this buffer and callback instead of
+   * 'data' events (an extension: node:net's servers take no onread). One
+   * static buffer may serve them all: each callback has it to itself.
+   * @defaultValue none: 'data' events
+   */
+  readonly onread?: RdmaOnread;
   /** Sizes of every accepted connection. @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
 }
@@ -219,6 +255,7 @@ export const serverSchema = z.strictObject({
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
   highWaterMark: z.number().int().min(1).optional(),
+  onread: onreadSchema.optional(),
   rdma: sizesSchema.default(DEFAULT_SIZES),
 }) satisfies z.ZodType<unknown, RdmaServerOptions>;
 type ServerTied = Holds<InputIs<typeof serverSchema, RdmaServerOptions>>;

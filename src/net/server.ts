@@ -158,7 +158,9 @@ export class RdmaServer extends EventEmitter {
       return drop(error as Error);
     }
     const o = this.#options;
-    const socket = new RdmaSocket({ allowHalfOpen: o.allowHalfOpen, ...(o.highWaterMark ? { highWaterMark: o.highWaterMark } : {}) });
+    const socket = new RdmaSocket({
+      allowHalfOpen: o.allowHalfOpen, ...(o.highWaterMark ? { highWaterMark: o.highWaterMark } : {}), ...(o.onread ? { onread: o.onread } : {}),
+    });
     let conn: StreamConnection | undefined;
     try {
       conn = new StreamConnection(request, o.rdma, socketEvents(socket));

@@ -14,7 +14,7 @@ import { isUint8Array } from 'node:util/types';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { SocketAddress } from '../api/cm/socket-address.js';
 import {
-  abortSignal, argumentError, bytes, isHonestView, isResizable, parseArgument, registrableBytes, timeoutMs, type Holds, type InputIs,
+  abortSignal, argumentError, bytes, isHonestBytes, isHonestView, isResizable, parseArgument, registrableBytes, timeoutMs, type Holds, type InputIs,
 } from '../api/core/validate.js';
 import { abortError, InvalidThisError } from '../api/core/errors.js';
 import { guardInherited } from './inherited-guard.js';
@@ -23,7 +23,8 @@ import { StreamConnection, type StreamEvents } from './stream-connection.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError, connectFailure } from './errors.js';
 import {
-  DEFAULT_SIZES, normalizeConnectArgs, optionalCallback, parseOptions, sizesSchema, type RdmaConnectOptions, type RdmaSocketSizes, type ResolvedConnect, type ResolvedSizes,
+  DEFAULT_SIZES, normalizeConnectArgs, onreadSchema, optionalCallback, parseOptions, sizesSchema,
+  type RdmaConnectOptions, type RdmaOnread, type RdmaSocketSizes, type ResolvedConnect, type ResolvedOnread, type ResolvedSizes,
 } from './options.js';
 import { z } from 'zod';
 
@@ -37,6 +38,11 @@ const mapOptionsSchema = z.strictObject({ offset: iomapOffset.default(0) });
 const EMPTY = Buffer.alloc(0);
 
 type WriteCallback = (error?: Error | null) => void;
+
+/** Throws `error` from a tick of its own: an uncaught exception, as the user's code would raise under node:net. */
+function rethrow(error: unknown): never {
+  throw error;
+}
 
 /**
  * Bytes the socket may hold until they are staged. A detached view, or one a
@@ -86,6 +92,8 @@ export interface RdmaSocketOptions {
   readonly highWaterMark?: number;
   /** Aborting destroys the socket with an AbortError. @defaultValue none */
   readonly signal?: AbortSignal;
+  /** Reads go to this buffer and callback instead of 'data' events. @defaultValue none: 'data' events */
+  readonly onread?: RdmaOnread;
   /** RDMA-specific sizes (see each one's default). @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
 }
@@ -94,6 +102,7 @@ const socketSchema = z.strictObject({
   allowHalfOpen: z.boolean().default(false),
   highWaterMark: z.number().int().min(1).optional(),
   signal: abortSignal.optional(),
+  onread: onreadSchema.optional(),
   rdma: sizesSchema.optional(),
 });
 type SocketOptionsTied = Holds<InputIs<typeof socketSchema, RdmaSocketOptions>>;
@@ -139,6 +148,8 @@ export class RdmaSocket extends Duplex {
   #connecting = false;
   #wantsRead = false;
   #eofPushed = false;
+  /** node:net's onread: where reads go instead of push(). */
+  #onread: ResolvedOnread | undefined;
   #pendingWrite: PendingWrite | undefined;
   #pendingFinal: ((error?: Error | null) => void) | undefined;
   readonly #pendingDirect: PendingDirect[] = [];
@@ -158,6 +169,7 @@ export class RdmaSocket extends Duplex {
     const o = parseOptions('RdmaSocket', socketSchema, options);
     super({ allowHalfOpen: o.allowHalfOpen, ...(o.highWaterMark ? { highWaterMark: o.highWaterMark } : {}) });
     this.#sizes = o.rdma;
+    this.#onread = o.onread;
     if (o.signal) this.#watchSignal(o.signal);
   }
 
@@ -262,6 +274,7 @@ export class RdmaSocket extends Duplex {
     if (callback) this.once('connect', callback as () => void);
     if (options.signal) this.#watchSignal(options.signal);
     this.#sizes = options.rdma;
+    if (options.onread) this.#onread = options.onread;
     if (options.timeout > 0) this.setTimeout(options.timeout);
     if (options.keepAlive) this.#keepaliveMs = options.keepAliveInitialDelay || DEFAULT_KEEPALIVE_MS;
     this.noDelay = options.noDelay;
@@ -323,31 +336,49 @@ export class RdmaSocket extends Duplex {
     if (this.#keepaliveMs !== undefined) conn.setKeepalive(this.#keepaliveMs);
     id.waitForDisconnect().then(() => conn.peerDisconnected(), () => undefined);
     this.#refreshIdle();
-    if (this.#wantsRead) this.#pull();
+    if (this.#wantsRead || this.#onread) this.#pull();
     this.#continueWrite();
   }
 
   // ---- what the connection tells the socket ------------------------------------------
 
-  /** Handed to the connection instead of the socket, so the socket's public type shows none of it. */
+  /**
+   * Handed to the connection instead of the socket, so the socket's public
+   * type shows none of it. The connection calls these from its completions;
+   * what they run of the user's ('data' listeners, write callbacks, onread)
+   * may throw, and that reaches the process, as from a node:net socket,
+   * instead of failing the connection as if the peer had reset it.
+   */
   readonly #events: StreamEvents = {
-    onReadable: () => this.#onReadable(),
+    onReadable: () => {
+      try {
+        this.#onReadable();
+      } catch (error) {
+        process.nextTick(rethrow, error);
+      }
+    },
     onWritable: () => {
-      this.#continueDirect();
-      this.#continueWrite();
+      try {
+        this.#continueDirect();
+        this.#continueWrite();
+      } catch (error) {
+        process.nextTick(rethrow, error);
+      }
     },
     onFailure: (error) => this.#onFailure(error),
   };
 
   #onReadable(): void {
-    if (this.#wantsRead) this.#pull();
-    else if (this.#conn?.readEnded && !this.#eofPushed) {
-      // Nobody is reading (a socket only written to): as node:net, push the end
-      // anyway and read(0) so 'end' comes and the socket can close.
-      this.#eofPushed = true;
-      this.push(null);
-      this.read(0);
-    }
+    if (this.#wantsRead || this.#onread) this.#pull();
+    // Nobody is reading (a socket only written to): as node:net, push the end anyway so 'end' comes and the socket can close.
+    else if (this.#conn?.readEnded && !this.#eofPushed) this.#pushEnd();
+  }
+
+  /** push(null), then read(0) so that 'end' comes even to a socket nobody reads with push()'s stream. */
+  #pushEnd(): void {
+    this.#eofPushed = true;
+    this.push(null);
+    this.read(0);
   }
 
   #onFailure(error: Error): void {
@@ -367,6 +398,7 @@ export class RdmaSocket extends Duplex {
   #pull(): void {
     const conn = this.#conn;
     if (!conn || this.#connecting || this.#eofPushed) return;
+    if (this.#onread) return this.#deliver(conn, this.#onread);
     while (this.#wantsRead) {
       const chunk = conn.read(READ_CHUNK);
       if (!chunk) {
@@ -380,6 +412,39 @@ export class RdmaSocket extends Duplex {
       this.#refreshIdle();
       if (!this.push(chunk)) this.#wantsRead = false;
     }
+  }
+
+  /**
+   * onread: waiting bytes go into the caller's buffer, one run of the ring per
+   * callback, until none wait or the socket is paused (node:net's reads stop
+   * while paused, and so does its end).
+   */
+  #deliver(conn: StreamConnection, onread: ResolvedOnread): void {
+    while (!this.isPaused() && !this.destroyed) {
+      if (conn.readableLength === 0) {
+        if (conn.readEnded) this.#pushEnd();
+        return;
+      }
+      const target = typeof onread.buffer === 'function' ? onread.buffer() : onread.buffer;
+      if (!isHonestBytes(target) || target.byteLength === 0) {
+        const what = typeof onread.buffer === 'function' ? 'onread.buffer() returned' : 'onread.buffer is now';
+        this.destroy(new RdmaNetCodeError('ERR_INVALID_RETURN_VALUE', `${what} no Buffer or Uint8Array of 1 byte or more (a detached buffer has 0)`));
+        return;
+      }
+      const length = conn.readInto(target);
+      if (length === 0) return; // released under us: nothing more to read
+      this.#refreshIdle();
+      if (onread.callback.call(this, length, target) === false) this.pause();
+    }
+  }
+
+  /** As a stream's; with onread, reading goes on from where pause() or the callback's false stopped it. */
+  override resume(): this {
+    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    super.resume();
+    // Not within resume(): node:net's reads come from the loop too.
+    if (this.#onread) process.nextTick(() => this.#pull());
+    return this;
   }
 
   /** write(chunk[, encoding][, callback]), as a stream's, with its arguments checked (writeArguments). */

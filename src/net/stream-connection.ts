@@ -423,18 +423,35 @@ export class StreamConnection implements CompletionListener {
    * and returns their space and credits to the peer; null when none wait.
    */
   read(max: number): Buffer | null {
-    if (this.#queuedBytes === 0 || this.#released) return null;
-    const ringSize = this.#half * 2;
-    const length = Math.min(this.#queuedBytes, ringSize - this.#readOffset, max);
+    const length = this.#contiguous(max);
+    if (length === 0) return null;
     const chunk = Buffer.allocUnsafe(length);
-    this.#ring.buffer.copy(chunk, 0, this.#readOffset, this.#readOffset + length);
-    this.#readOffset = (this.#readOffset + length) % ringSize;
+    this.#take(chunk, length);
+    return chunk;
+  }
+
+  /** As read(), into `target` from its start (node:net's onread): the bytes copied, 0 when none wait. */
+  readInto(target: Uint8Array): number {
+    const length = this.#contiguous(target.byteLength);
+    if (length > 0) this.#take(target, length);
+    return length;
+  }
+
+  /** Waiting bytes up to `max` that lie in one run of the ring. */
+  #contiguous(max: number): number {
+    if (this.#queuedBytes === 0 || this.#released) return 0;
+    return Math.min(this.#queuedBytes, this.#half * 2 - this.#readOffset, max);
+  }
+
+  /** Copies `length` bytes at the read position into `target`, then gives their space and credits back. */
+  #take(target: Uint8Array, length: number): void {
+    this.#ring.buffer.copy(target, 0, this.#readOffset, this.#readOffset + length);
+    this.#readOffset = (this.#readOffset + length) % (this.#half * 2);
     this.#queuedBytes -= length;
     this.#freeToOffer += length;
     this.bytesRead += length;
     this.#consumeMessages(length);
     this.#giveCredits();
-    return chunk;
   }
 
   /** Counts the messages `length` consumed bytes completed (credits count whole messages). */

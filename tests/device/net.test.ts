@@ -133,6 +133,133 @@ test('autocorking: a tail held while a message\'s worth is in flight goes out at
   }
 });
 
+test('onread: reads land in the caller\'s buffer (static on the server, one per read from a function on the client); a false return pauses until resume()', { timeout: 90_000 }, async () => {
+  // The server echoes from one static 1000-byte buffer that every accepted socket shares (each callback has it to itself).
+  const serverBuffer = Buffer.alloc(1000);
+  let serverCalls = 0;
+  const server = createServer({
+    onread: {
+      buffer: serverBuffer,
+      callback(this: RdmaSocket, bytes: number, buffer: Uint8Array) {
+        assert.equal(buffer, serverBuffer);
+        assert.ok(bytes >= 1 && bytes <= 1000);
+        serverCalls++;
+        this.write(Buffer.from(buffer.subarray(0, bytes))); // a copy: the buffer is refilled at the next read
+      },
+    },
+  }, (socket) => {
+    socket.on('data', () => assert.fail('onread sockets emit no data events'));
+    socket.on('end', () => socket.end());
+    socket.on('error', () => undefined);
+  });
+  server.listen(0, deviceAddress());
+  await once(server, 'listening');
+  try {
+    const payload = randomBytes(3 << 20);
+    const parts: Buffer[] = [];
+    const handedOut = new Set<Uint8Array>();
+    let calls = 0;
+    let pausedAt = -1;
+    const client = connect({
+      port: server.address()!.port, host: deviceAddress(),
+      onread: {
+        buffer: () => {
+          const buffer = Buffer.alloc(4096);
+          handedOut.add(buffer);
+          return buffer;
+        },
+        callback(bytes, buffer) {
+          assert.ok(handedOut.has(buffer));
+          parts.push(Buffer.from(buffer.subarray(0, bytes)));
+          calls++;
+          if (calls === 10) {
+            pausedAt = calls;
+            return false;
+          }
+          return undefined;
+        },
+      },
+    });
+    client.on('data', () => assert.fail('onread sockets emit no data events'));
+    let ended = false;
+    client.on('end', () => (ended = true));
+    await once(client, 'connect');
+    client.end(payload);
+    // Paused by the callback's false: nothing more comes, and no end, while the rest of the echo waits.
+    for (let i = 0; i < 200 && pausedAt < 0; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+    assert.equal(pausedAt, 10);
+    assert.equal(client.isPaused(), true);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(calls, 10, 'no callback while paused');
+    assert.equal(ended, false);
+    client.resume();
+    await once(client, 'close');
+    assert.equal(ended, true);
+    const echoed = Buffer.concat(parts);
+    assert.equal(echoed.length, payload.length);
+    assert.equal(sha256(echoed), sha256(payload));
+    assert.equal(client.bytesRead, payload.length);
+    assert.equal(handedOut.size, calls, 'the function is asked once per read');
+    assert.ok(serverCalls >= payload.length / 1000, `${serverCalls} server reads`);
+  } finally {
+    await closeServer(server);
+  }
+});
+
+test('onread: a buffer function that returns no bytes destroys the socket with ERR_INVALID_RETURN_VALUE', { timeout: 60_000 }, async () => {
+  const { server, port } = await echoServer();
+  try {
+    const client = connect({ port, host: deviceAddress(), onread: { buffer: () => new Uint8Array(0), callback: () => assert.fail('no bytes to hand out') } });
+    await once(client, 'connect');
+    // 'close' follows 'error' within the same tick (and once() would reject at the 'error').
+    const closed = new Promise((resolve) => client.once('close', resolve));
+    client.write('x');
+    const [error] = (await once(client, 'error')) as [Error & { code: string }];
+    assert.equal(error.code, 'ERR_INVALID_RETURN_VALUE');
+    await closed;
+  } finally {
+    await closeServer(server);
+  }
+});
+
+test('an exception from a data listener or an onread callback reaches the process, as from node:net, and the connection goes on', { timeout: 120_000 }, async () => {
+  const { server, port } = await echoServer();
+  const net = fileURLToPath(new URL('../../src/net/index.js', import.meta.url));
+  try {
+    for (const reads of ['data', 'onread']) {
+      // The first read throws; the process's handler writes again, and the echo of that is read.
+      const child = spawn(process.execPath, ['--input-type=module', '-e', `
+        const { connect } = await import(${JSON.stringify(net)});
+        let calls = 0;
+        const onChunk = () => {
+          if (++calls === 1) throw new Error('thrown by the reader');
+          console.log('read again');
+          socket.end();
+        };
+        const onread = ${JSON.stringify(reads)} === 'onread' ? { onread: { buffer: Buffer.alloc(64), callback: onChunk } } : {};
+        const socket = connect({ port: ${port}, host: ${JSON.stringify(deviceAddress())}, ...onread }, () => socket.write('first'));
+        if (!onread.onread) socket.on('data', onChunk);
+        socket.on('error', (error) => console.log('socket error ' + error.code));
+        socket.on('close', () => console.log('closed'));
+        process.on('uncaughtException', (error) => {
+          console.log('uncaught: ' + error.message);
+          socket.write('second');
+        });`], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let output = '';
+      child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      try {
+        const [code] = (await once(child, 'close', { signal: AbortSignal.timeout(60_000) })) as [number];
+        assert.deepEqual(output.trim().split('\n'), ['uncaught: thrown by the reader', 'read again', 'closed'], reads);
+        assert.equal(code, 0, reads);
+      } finally {
+        child.kill('SIGKILL');
+      }
+    }
+  } finally {
+    await closeServer(server);
+  }
+});
+
 test('half-close: end() sends shutdown, the peer sees end and may go on writing', { timeout: 60_000 }, async () => {
   const server = createServer({ allowHalfOpen: true });
   const serverSide = new Promise<string>((resolve, reject) => {

@@ -85,7 +85,14 @@ const SIZE_RULES: Rules = {
   inlineSize: (v) => isInt(v, 0, 1024), iomapEntries: (v) => isInt(v, 0, 0x7f00), completionMode: (v) => (COMPLETION_MODES as readonly unknown[]).includes(v),
   spinBudgetUs: (v) => isInt(v, 0, 1_000_000), maxMessageSize: (v) => isInt(v, 1, 1 << 23),
 };
-const STREAM_RULES: Rules = { allowHalfOpen: isBool, highWaterMark: (v) => isInt(v, 1, Number.MAX_SAFE_INTEGER), rdma: keeps(SIZE_RULES) };
+const ONREAD_RULES: Rules = {
+  buffer: (v) => typeof v === 'function' || (v instanceof Uint8Array && isTruthfulView(v) && v.byteLength > 0), callback: (v) => typeof v === 'function',
+};
+const TypedArray = Object.getPrototypeOf(Uint8Array) as abstract new () => ArrayBufferView;
+/** onread is { buffer, callback }: never a view, nor a Proxy of one (whose getters throw on the Proxy). */
+const isOnread: Rule = (value) => !(ArrayBuffer.isView(value) || value instanceof TypedArray || value instanceof DataView)
+  && brokenAt(value, ONREAD_RULES, '', ['buffer', 'callback']) === undefined;
+const STREAM_RULES: Rules = { allowHalfOpen: isBool, highWaterMark: (v) => isInt(v, 1, Number.MAX_SAFE_INTEGER), onread: isOnread, rdma: keeps(SIZE_RULES) };
 const ACCEPTED_RULES: Rules = { ...STREAM_RULES, noDelay: isBool, keepAlive: isBool, keepAliveInitialDelay: isMs };
 const SERVER_RULES: Rules = { ...ACCEPTED_RULES, pauseOnConnect: isBool };
 const CONNECT_RULES: Rules = {
@@ -96,7 +103,7 @@ const LISTEN_RULES: Rules = { port: isPort, host: isHost, backlog: isMs, signal:
 const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal };
 /** node:net's options that mean nothing over RDMA, refused by name (docs/net.md). */
 const REFUSED = [
-  'fd', 'path', 'lookup', 'onread', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'hints', 'exclusive', 'ipv6Only', 'reusePort',
+  'fd', 'path', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'hints', 'exclusive', 'ipv6Only', 'reusePort',
   'readableAll', 'writableAll', 'blockList',
 ];
 
@@ -156,7 +163,13 @@ function optionsObject(valid: Record<string, fc.Arbitrary<unknown>>): fc.Arbitra
   });
 }
 const rdmaObject = optionsObject(VALID_SIZES);
-const VALID_STREAM = { allowHalfOpen: fc.boolean(), highWaterMark: fc.integer({ min: 1, max: 2 ** 31 }), rdma: rdmaObject };
+const VALID_ONREAD = {
+  buffer: fc.oneof(fc.integer({ min: 1, max: 256 }).map((n) => Buffer.alloc(n)), fc.integer({ min: 1, max: 256 }).map((n) => new Uint8Array(n)), fc.constant(() => Buffer.alloc(64))),
+  callback: fc.constant(() => undefined),
+};
+// Mostly whole and valid, else with keys absent, hostile or unknown: the filters that keep valid options reject little more than before.
+const onreadObject = fc.oneof({ arbitrary: fc.record(VALID_ONREAD), weight: 5 }, { arbitrary: optionsObject(VALID_ONREAD), weight: 1 });
+const VALID_STREAM = { allowHalfOpen: fc.boolean(), highWaterMark: fc.integer({ min: 1, max: 2 ** 31 }), onread: onreadObject, rdma: rdmaObject };
 const VALID_ACCEPTED = { ...VALID_STREAM, noDelay: fc.boolean(), keepAlive: fc.boolean(), keepAliveInitialDelay: ms };
 const serverOptions = optionsObject({ ...VALID_ACCEPTED, pauseOnConnect: fc.boolean() });
 const connectOptions = optionsObject({

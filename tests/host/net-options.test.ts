@@ -75,6 +75,27 @@ test('bad and meaningless options are refused with the parameter named', () => {
   assert.throws(() => createServer({ rdma: { inlineSize: -1 } }), RdmaArgumentError);
 });
 
+test('onread: { buffer, callback } as node:net\'s, on connect, new RdmaSocket and (an extension) createServer; anything else refused by name', () => {
+  const callback = () => undefined;
+  const buffer = Buffer.alloc(16);
+  assert.equal(normalizeConnectArgs([{ port: 1, onread: { buffer, callback } }]).options.onread?.buffer, buffer);
+  const make = () => buffer;
+  assert.equal(normalizeConnectArgs([{ port: 1, onread: { buffer: make, callback } }]).options.onread?.buffer, make);
+  assert.equal(new RdmaSocket({ onread: { buffer: new Uint8Array(1), callback } }).readableFlowing, null, 'reading starts at the connection, as node:net\'s');
+  createServer({ onread: { buffer, callback } });
+  const cases: [() => unknown, string, string][] = [
+    [() => normalizeConnectArgs([{ port: 1, onread: { buffer: Buffer.alloc(0), callback } }]), 'options.onread.buffer', 'ERR_INVALID_ARG_VALUE'],
+    [() => normalizeConnectArgs([{ port: 1, onread: { buffer: 'abc', callback } }]), 'options.onread.buffer', 'ERR_INVALID_ARG_TYPE'],
+    [() => normalizeConnectArgs([{ port: 1, onread: { buffer: new Proxy(Buffer.alloc(4), {}), callback } }]), 'options.onread.buffer', 'ERR_INVALID_ARG_TYPE'],
+    [() => normalizeConnectArgs([{ port: 1, onread: { buffer } }]), 'options.onread.callback', 'ERR_INVALID_ARG_TYPE'],
+    [() => new RdmaSocket({ onread: { buffer, callback, size: 3 } as never }), 'options.onread', 'ERR_INVALID_ARG_VALUE'],
+    // A view, or a Proxy of one, is not the { buffer, callback } object (node:net ignores either).
+    [() => createServer({ onread: buffer as never }), 'options.onread', 'ERR_INVALID_ARG_TYPE'],
+    [() => createServer({ onread: new Proxy(Buffer.alloc(4), {}) as never }), 'options.onread', 'ERR_INVALID_ARG_TYPE'],
+  ];
+  for (const [call, path, code] of cases) assertRefusedAs(call, path, code);
+});
+
 test('junk in a positional or callback slot is refused by name, never ignored (node:net ignores it, or calls it later and crashes)', () => {
   const cases: [() => unknown, string][] = [
     [() => normalizeConnectArgs([7471, 5]), 'options.host'],
