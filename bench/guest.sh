@@ -150,10 +150,14 @@ for r in $(seq 1 "$SOCK_REPS"); do
     set -- $spec
     kind=$1 size=$2 n=$3
     if [ "$kind" = bw ]; then run=(-S "$size" -C "$n" -I 1) warm=(-w 1); else run=(-S "$size" -C 1 -I "$n") warm=(-w "$SOCK_LAT_W"); fi
-    say "sockets: $kind $size B, run $r: rdmacm/net, rstream -T b, node:net TCP$([ "$kind" = lat ] && echo ', rstream -T s')"
+    say "sockets: $kind $size B, run $r: rdmacm/net, rstream -T b$([ "$kind" = bw ] && echo ', rdmacm/net with onread'), node:net TCP$([ "$kind" = lat ] && echo ', rstream -T s')"
     port=$((port + 1)); pair "$RAW/sock-ts-$kind-$size-r$r.json" $(tss -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
     rstream_pair "$RAW/sock-c-$kind-$size-r$r.txt" "${run[@]}" -T b
-    if [ "$kind" = bw ]; then rstream_pair "$RAW/sock-clong-$kind-$size-r$r.txt" -S "$size" -C "$n" -I "$SOCK_CPU_I" -T b; fi
+    if [ "$kind" = bw ]; then
+      rstream_pair "$RAW/sock-clong-$kind-$size-r$r.txt" -S "$size" -C "$n" -I "$SOCK_CPU_I" -T b
+      # Reading as rstream reads, into one buffer reused: node:net's onread, both sides.
+      port=$((port + 1)); pair "$RAW/sock-tsonread-$kind-$size-r$r.json" $(tss -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --onread --json) -- $(tss "$ADDR" -p $port "${run[@]}" "${warm[@]}" --onread --json)
+    fi
     port=$((port + 1)); LISTEN=tcp pair "$RAW/sock-tcp-$kind-$size-r$r.json" $(tss --tcp -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss --tcp "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
     if [ "$kind" = lat ]; then
       # rstream's own TCP (-T s), blocking as above: C over the same TCP, so node:net's row beside it shows what this guest charges any Node socket.

@@ -276,6 +276,13 @@ for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
   const cpuRuns = `${cpu.ts.length} TS, ${cpu.rstream.length} rstream, ${cpu.tcp.length} TCP`;
   row(`sockets: CPU s per GiB, ${label} writes, both sides (C: rstream -T b)`, 's', median(cpu.ts), median(cpu.rstream), '—', null, cpuRuns);
   row(`  vs node:net TCP (C column: TCP)`, 's', median(cpu.ts), median(cpu.tcp), '—', null, cpuRuns);
+  // The same pairs reading with onread (one buffer reused, no Buffer per read), as rstream reads.
+  const o = collect(new RegExp(`^sock-tsonread-bw-${size}-r\\d+\\.json$`), json);
+  const onreadCpu = streamPairCpuPerGib(`sock-tsonread-bw-${size}`);
+  sockets[`onread_${size}`] = { ts: o, cpu_per_gib: onreadCpu };
+  const onreadRuns = `${o.length} TS onread, ${c.length} rstream`;
+  row(`sockets with onread: throughput, ${label} writes (C: rstream -T b)`, 'MB/s', pick(o, 'mb_per_s'), rstreamMbps, '—', null, onreadRuns);
+  row(`  CPU s per GiB, both sides (C: rstream -T b)`, 's', median(onreadCpu), median(cpu.rstream), '—', null, `${onreadCpu.length} TS onread, ${cpu.rstream.length} rstream`);
 }
 for (const size of [64, 4096]) {
   const t = sockTs('lat', size);

@@ -9,10 +9,10 @@ import type { Duplex } from 'node:stream';
 import { parseCommandArgs, usageError } from './arguments.js';
 import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
-import { streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
+import { ReadRelay, streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
 import { TimerProbe, timerLine } from '../bench/timer-probe.js';
 
-export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--timer] [--json] SERVER_ADDR
+export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
        rdmacm bench stream -l [options] [BIND_ADDR]
 
 rstream's custom run (rdma-core's librdmacm/examples/rstream.c) over an
@@ -38,9 +38,12 @@ Options:
   -V, --verify           check every byte received against rstream's -T v pattern
                          (what this side sends always follows it)
       --tcp              node:net TCP instead of RDMA (for comparison; -B does not apply)
+      --onread           read with node:net's onread into one reused 64 KiB buffer, as
+                         rstream reads, instead of 'data' events (not with --tcp -l:
+                         node:net's servers take no onread)
       --timer            run a 1 ms interval timer beside the exchange and report how
                          late its ticks fire (ms): what the socket leaves to the loop
-      --json             print one JSON object: {transport, role, size, count,
+      --json             print one JSON object: {transport, reads, role, size, count,
                          iterations, warmup, bytes, seconds, gbps, mb_per_s,
                          usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us, cpu_s,
                          cpu_user_s, cpu_system_s, cpu_s_per_gib; with --timer also
@@ -62,6 +65,8 @@ const DEFAULT_PORT = 7471;
 const DEFAULT_BUFFER = 1 << 19;
 const CONNECT_PATIENCE_MS = 15_000;
 const CLOSE_PATIENCE_MS = 10_000;
+/** --onread's buffer: as many bytes as a 'data' event carries at most. */
+const ONREAD_BYTES = 64 * 1024;
 
 class StreamBenchError extends Error {}
 
@@ -151,6 +156,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     buffer: { type: 'string', short: 'B' },
     verify: { type: 'boolean', short: 'V' },
     tcp: { type: 'boolean' },
+    onread: { type: 'boolean' },
     timer: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -164,6 +170,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   if (!listen && address === undefined) return fail('say SERVER_ADDR to connect to, or -l to serve');
   if (address !== undefined && tcp.isIP(address) === 0) return fail(`${listen ? 'BIND_ADDR' : 'SERVER_ADDR'} must be an IP address (got '${address}')`);
   if (useTcp && values.buffer !== undefined) return fail('-B is for RDMA sockets: node:net TCP keeps the kernel\'s buffer sizes');
+  if (useTcp && listen && values.onread === true) return fail('--onread does not go with --tcp -l: node:net\'s servers take no onread');
   let plan: Required<StreamPlan>, port: number, buffer: number;
   try {
     plan = {
@@ -199,28 +206,31 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   const rdma: RdmaSocketSizes = { recvBufferSize: ring, sendBufferSize: ring };
   const role = listen ? 'server' : 'client';
   const transport = useTcp ? 'tcp' : 'rdma';
+  // One relay per attempt: a refused attempt's socket may still call the one before.
+  let relay: ReadRelay | undefined;
+  const onread = () => (values.onread === true ? { onread: (relay = new ReadRelay(ONREAD_BYTES)).onread } : {});
   let socket: Duplex | undefined;
   try {
     if (listen) {
       const host = address ?? '0.0.0.0';
-      const server = useTcp ? tcp.createServer({ noDelay: true }) : rdmaCreateServer({ rdma });
+      const server = useTcp ? tcp.createServer({ noDelay: true }) : rdmaCreateServer({ rdma, ...onread() });
       socket = await acceptOne(server, port, host, !json);
     } else {
       socket = await connectClient(useTcp
-        ? () => tcp.connect({ port, host: address!, noDelay: true })
-        : () => rdmaConnect({ port, host: address!, rdma }));
+        ? () => tcp.connect({ port, host: address!, noDelay: true, ...onread() })
+        : () => rdmaConnect({ port, host: address!, rdma, ...onread() }));
     }
     const probe = values.timer === true ? new TimerProbe() : undefined;
     probe?.start();
-    const timing = await streamExchange(socket, role, plan);
+    const timing = await streamExchange(socket, role, plan, relay);
     const lateness = probe?.stop();
     await hangUp(socket);
     const figures = streamFigures(plan, timing);
     if (json) {
       const { size, count, iterations, warmup } = plan;
-      process.stdout.write(JSON.stringify({ transport, role, size, count, iterations, warmup, ...figures, ...lateness }) + '\n');
+      process.stdout.write(JSON.stringify({ transport, reads: relay ? 'onread' : 'data', role, size, count, iterations, warmup, ...figures, ...lateness }) + '\n');
     } else {
-      process.stdout.write(human(figures, plan, role, useTcp ? 'node:net TCP' : 'RDMA') + (lateness ? timerLine(lateness) : ''));
+      process.stdout.write(human(figures, plan, role, `${useTcp ? 'node:net TCP' : 'RDMA'}${relay ? ', onread' : ''}`) + (lateness ? timerLine(lateness) : ''));
     }
     return 0;
   } catch (error) {

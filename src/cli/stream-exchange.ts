@@ -6,6 +6,8 @@
 // rstream -T v peer can verify it; with `verify` this side checks what it
 // receives the same way. Timing starts at the end of the sync (and warm-up),
 // as rstream's does. Used by `rdmacm bench stream` and by the device tests.
+// Reads come as 'data' events, or through a ReadRelay: node:net's onread,
+// into one buffer reused for every read, as rstream's reads are.
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
@@ -38,6 +40,37 @@ export interface StreamTiming {
   readonly cpuMicros: { readonly user: number; readonly system: number };
 }
 
+/**
+ * A socket's onread option that hands each read to the exchange. Reads that
+ * come before the exchange starts (the peer's sync can) are kept, copied.
+ */
+export class ReadRelay {
+  readonly #buffer: Buffer;
+  readonly #early: Buffer[] = [];
+  #listener: ((chunk: Buffer) => void) | undefined;
+  /** For the socket's options: every read lands in one buffer of `bytes`. */
+  readonly onread: { readonly buffer: Buffer; readonly callback: (bytes: number) => boolean };
+
+  constructor(bytes: number) {
+    this.#buffer = Buffer.allocUnsafe(bytes);
+    // true: go on reading (node:net's types ask for a boolean).
+    this.onread = { buffer: this.#buffer, callback: (read) => this.#take(read) };
+  }
+
+  #take(bytes: number): boolean {
+    const chunk = this.#buffer.subarray(0, bytes);
+    if (this.#listener) this.#listener(chunk);
+    else this.#early.push(Buffer.from(chunk));
+    return true;
+  }
+
+  /** Reads go to `listener` (undefined: kept again), the kept ones first. */
+  listen(listener: ((chunk: Buffer) => void) | undefined): void {
+    this.#listener = listener;
+    if (listener) for (const chunk of this.#early.splice(0)) listener(chunk);
+  }
+}
+
 /** A run that could not finish: the peer ended early, sent other bytes, or the stream failed. */
 export class StreamExchangeError extends Error {
   override name = 'StreamExchangeError';
@@ -45,10 +78,10 @@ export class StreamExchangeError extends Error {
 
 /**
  * Runs one side of rstream's custom exchange on `socket`, which must be
- * connected. Resolves when this side has sent and received everything; the
+ * connected; with `relay`, the socket's reads come through it (its onread). Resolves when this side has sent and received everything; the
  * socket stays open (the caller ends it).
  */
-export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: StreamPlan): Promise<StreamTiming> {
+export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: StreamPlan, relay?: ReadRelay): Promise<StreamTiming> {
   const { size, count, iterations } = plan;
   const warmup = plan.warmup ?? 0;
   const verify = plan.verify === true;
@@ -77,7 +110,8 @@ export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: 
     const finish = (error?: Error) => {
       if (settled) return;
       settled = true;
-      socket.off('data', onData);
+      if (relay) relay.listen(undefined);
+      else socket.off('data', onData);
       socket.off('end', onEnd);
       socket.off('close', onClose);
       socket.off('error', onError);
@@ -162,12 +196,14 @@ export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: 
       startIteration();
     };
 
-    socket.on('data', onData);
+    if (!relay) socket.on('data', onData);
     socket.on('end', onEnd);
     socket.on('close', onClose);
     socket.on('error', onError);
     if (role === 'client') send(1, SYNC_BYTES, () => receive(SYNC_BYTES, synced));
     else receive(SYNC_BYTES, () => send(1, SYNC_BYTES, synced));
+    // Last: the relay hands over at once what came before, which the sync's receive must be waiting for.
+    relay?.listen(onData);
   });
 }
 

@@ -168,8 +168,8 @@ function figures(result: Finished, who: string): Record<string, number | string>
 
 const bench = (args: string[]) => start(process.execPath, [bin, 'bench', 'stream', ...args]);
 
-test('bench stream: TS server and client run a verified ping-pong and a throughput run, and agree', { timeout: 300_000 }, async () => {
-  for (const spec of [['-S', '64', '-C', '1', '-I', '100', '-w', '10'], ['-S', '65536', '-C', '32', '-I', '2']]) {
+test('bench stream: TS server and client run a verified ping-pong and a throughput run (reading with --onread), and agree', { timeout: 300_000 }, async () => {
+  for (const spec of [['-S', '64', '-C', '1', '-I', '100', '-w', '10'], ['-S', '65536', '-C', '32', '-I', '2', '--onread']]) {
     const port = String(freshPort());
     const server = bench(['-l', deviceAddress(), '-p', port, '-V', '--json', ...spec]);
     try {
@@ -178,6 +178,7 @@ test('bench stream: TS server and client run a verified ping-pong and a throughp
       const served = figures(await server.finished, 'server');
       for (const [f, role] of [[client, 'client'], [served, 'server']] as const) {
         assert.equal(f.role, role);
+        assert.equal(f.reads, spec.includes('--onread') ? 'onread' : 'data');
         assert.equal(f.size, Number(spec[1]));
         assert.equal(f.bytes, Number(spec[1]) * Number(spec[3]) * Number(spec[5]) * 2);
       }
@@ -204,14 +205,14 @@ test('bench stream against rstream -T b -T v, both roles: both sides verify ever
   }
   {
     const port = String(freshPort());
-    // Human form: its 'waiting for a client' line says when rstream may connect.
-    const server = start(process.execPath, [bin, 'bench', 'stream', '-l', deviceAddress(), '-p', port, '-V', ...spec]);
+    // Human form: its 'waiting for a client' line says when rstream may connect. Read with --onread: rstream's sync can come before the exchange starts.
+    const server = start(process.execPath, [bin, 'bench', 'stream', '-l', deviceAddress(), '-p', port, '-V', '--onread', ...spec]);
     try {
       const tool = start('sh', ['-c', `for i in $(seq 60); do rdma res show cm_id | grep -q 'state LISTEN .*src-addr [^ ]*:${port} ' && exec rstream -s ${deviceAddress()} -p ${port} ${spec.join(' ')} -T b -T v; sleep 0.25; done; exit 9`]);
       checkRstream(await tool.finished);
       const served = await server.finished;
       assert.equal(served.code, 0, served.stderr);
-      assert.match(served.stdout, /^rdmacm bench stream \(server, RDMA\): 4096 B × 8 each way × 5 iterations\n/);
+      assert.match(served.stdout, /^rdmacm bench stream \(server, RDMA, onread\): 4096 B × 8 each way × 5 iterations\n/);
     } finally {
       server.kill();
     }

@@ -64,7 +64,7 @@ test('rdmacm bench stream --help prints its usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['-l', '--help']]) {
     const result = rdmacm(...args);
     assert.equal(result.status, 0, result.stderr);
-    assert.match(result.stdout, /^Usage: rdmacm bench stream \[-S SIZE\] \[-C COUNT\] \[-I ITERS\] \[-w ITERS\] \[-p PORT\] \[-B BYTES\] \[-V\] \[--tcp\] \[--timer\] \[--json\] SERVER_ADDR\n {7}rdmacm bench stream -l /);
+    assert.match(result.stdout, /^Usage: rdmacm bench stream \[-S SIZE\] \[-C COUNT\] \[-I ITERS\] \[-w ITERS\] \[-p PORT\] \[-B BYTES\] \[-V\] \[--tcp\] \[--onread\] \[--timer\] \[--json\] SERVER_ADDR\n {7}rdmacm bench stream -l /);
     assert.equal(result.stderr, '');
   }
 });
@@ -81,6 +81,7 @@ test('a bad option or argument exits 1 with one line and the usage', () => {
     [['-B', '1000', '10.0.0.1'], /^rdmacm bench stream: --buffer must be an integer from 2048 /],
     [['-B', '3000', '10.0.0.1'], /^rdmacm bench stream: --buffer must be a power of two or a multiple of 2048 \(got 3000\)$/],
     [['--tcp', '-B', '65536', '10.0.0.1'], /^rdmacm bench stream: -B is for RDMA sockets/],
+    [['--tcp', '--onread', '-l'], /^rdmacm bench stream: --onread does not go with --tcp -l: node:net's servers take no onread$/],
     [['10.0.0.1', 'extra'], /^rdmacm bench stream: unexpected argument 'extra'$/],
     [['server.example'], /^rdmacm bench stream: SERVER_ADDR must be an IP address \(got 'server.example'\)$/],
     [['-l', 'any'], /^rdmacm bench stream: BIND_ADDR must be an IP address \(got 'any'\)$/],
@@ -105,17 +106,19 @@ test('with no RDMA device, bench stream over RDMA exits 2 with the hint', { skip
   }
 });
 
-test('--tcp: a server and a client run a verified ping-pong and agree on the figures', { timeout: 90_000 }, async () => {
+test('--tcp: a server and a client (reading with --onread) run a verified ping-pong and agree on the figures', { timeout: 90_000 }, async () => {
   const port = String(await freePort());
   const plan = ['-S', '100', '-C', '1', '-I', '50', '-w', '5', '-V', '--json', '--tcp', '-p', port];
   const server = run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '-l', '127.0.0.1', ...plan]);
-  const client = parseFigures(await run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '127.0.0.1', ...plan, '--timer']), 'client');
+  const client = parseFigures(await run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '127.0.0.1', ...plan, '--timer', '--onread']), 'client');
   const served = parseFigures(await server, 'server');
   // --timer: a 1 ms timer ran beside the client's exchange, and its lateness is reported.
   const { timer_ticks: ticks, timer_p50_ms: p50Late, timer_p99_ms: p99Late, timer_max_ms: maxLate } = client as Record<string, number>;
   assert.ok(Number.isInteger(ticks) && ticks >= 1, `timer ticks ${ticks}`);
   assert.ok(p50Late >= 0 && p50Late <= p99Late && p99Late <= maxLate, `lateness ${p50Late} ${p99Late} ${maxLate}`);
   assert.equal(served.timer_ticks, undefined, 'the server ran no timer');
+  assert.equal(client.reads, 'onread');
+  assert.equal(served.reads, 'data');
   for (const [figures, role] of [[client, 'client'], [served, 'server']] as const) {
     assert.equal(figures.transport, 'tcp');
     assert.equal(figures.role, role);
@@ -177,12 +180,12 @@ for (const [name, spec] of [['ping-pong', ['-S', '64', '-C', '1', '-I', '200']],
     const bytes = Number(spec[1]) * Number(spec[3]) * Number(spec[5]) * 2;
     assert.match(serverOut, new RegExp(`^rdmacm bench stream \\(server, node:net TCP\\): .*\\n.*\\n\\s+${bytes}\\s`));
 
-    // rstream as the server, bench stream as the client (which retries while rstream starts)
+    // rstream as the server, bench stream as the client (which retries while rstream starts), reading with --onread
     port = String(await freePort());
     const toolServer = run('rstream', ['-T', 's', '-T', 'b', '-T', 'v', '-b', '127.0.0.1', '-p', port, ...spec]);
-    const client = await run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '127.0.0.1', '--tcp', '-V', '--json', '-p', port, ...spec]);
+    const client = await run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '127.0.0.1', '--tcp', '--onread', '-V', '--json', '-p', port, ...spec]);
     const served = await toolServer;
-    assert.equal(client.code, 0, client.stderr);
+    assert.equal(parseFigures(client, 'client').reads, 'onread');
     assert.equal(served.code, 0, served.stdout + served.stderr);
     assert.match(served.stdout, /^custom\s+/m);
     assert.doesNotMatch(served.stdout, /verification failed/);

@@ -6,4 +6,4 @@ export const STREAM_TIMING_KEYS = ['bytes', 'seconds', 'gbps', 'mb_per_s', 'usec
 /** The process's CPU time over the run (either part may round to nothing in a short one). */
 export const STREAM_CPU_KEYS = ['cpu_s', 'cpu_user_s', 'cpu_system_s', 'cpu_s_per_gib'];
 /** Every key without --timer. */
-export const STREAM_KEYS = ['transport', 'role', 'size', 'count', 'iterations', 'warmup', ...STREAM_TIMING_KEYS, ...STREAM_CPU_KEYS];
+export const STREAM_KEYS = ['transport', 'reads', 'role', 'size', 'count', 'iterations', 'warmup', ...STREAM_TIMING_KEYS, ...STREAM_CPU_KEYS];
