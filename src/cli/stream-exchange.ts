@@ -53,7 +53,6 @@ export class ReadRelay {
 
   constructor(bytes: number) {
     this.#buffer = Buffer.allocUnsafe(bytes);
-    // true: go on reading (node:net's types ask for a boolean).
     this.onread = { buffer: this.#buffer, callback: (read) => this.#take(read) };
   }
 
@@ -61,7 +60,7 @@ export class ReadRelay {
     const chunk = this.#buffer.subarray(0, bytes);
     if (this.#listener) this.#listener(chunk);
     else this.#early.push(Buffer.from(chunk));
-    return true;
+    return true; // go on reading (node:net's types ask for a boolean)
   }
 
   /** Reads go to `listener` (undefined: kept again), the kept ones first. */
@@ -78,8 +77,9 @@ export class StreamExchangeError extends Error {
 
 /**
  * Runs one side of rstream's custom exchange on `socket`, which must be
- * connected; with `relay`, the socket's reads come through it (its onread). Resolves when this side has sent and received everything; the
- * socket stays open (the caller ends it).
+ * connected; with `relay`, the socket's reads come through it (its onread).
+ * Resolves when this side has sent and received everything; the socket stays
+ * open (the caller ends it).
  */
 export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: StreamPlan, relay?: ReadRelay): Promise<StreamTiming> {
   const { size, count, iterations } = plan;

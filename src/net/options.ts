@@ -147,11 +147,11 @@ export interface RdmaOnread {
 const aFunction = <T>() => instanceCheck<T>((value) => typeof value === 'function', 'expected a function');
 const TypedArray = Object.getPrototypeOf(Uint8Array) as abstract new () => ArrayBufferView;
 /** An object that is no view, nor a Proxy of one (whose buffer getter would throw when read as a key); its keys are checked next. */
-const notAView = instanceCheck<RdmaOnread>(
+const anObjectNotAView = instanceCheck<RdmaOnread>(
   (value) => typeof value === 'object' && value !== null && !ArrayBuffer.isView(value) && !(value instanceof TypedArray) && !(value instanceof DataView),
   'expected { buffer, callback }',
 );
-export const onreadSchema = notAView.pipe(z.strictObject({
+export const onreadSchema = anObjectNotAView.pipe(z.strictObject({
   buffer: z.union([bytes.refine((view) => view.byteLength > 0, 'a buffer of 1 byte or more'), aFunction<() => Uint8Array>()], {
     error: 'expected a Buffer or Uint8Array of 1 byte or more, or a function that returns one',
   }),
