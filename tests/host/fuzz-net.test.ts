@@ -16,7 +16,7 @@
 //
 // The ranges below are the documented ones (src/net/options.ts's TSDoc and
 // docs/net.md), written out as the oracle the refusals are checked against.
-// 17 500 calls in all (counted and asserted); 7–10 s on a 2-core host. The
+// 17 500 calls in all (counted and asserted); 12–15 s on a 2-core host. The
 // ledger is tests/support/fuzz.ts's. RDMACM_FUZZ_SEED replays a run.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
