@@ -249,8 +249,10 @@ function rstreamCpuPerGib(size: number): number[] {
     return Number.isFinite(perGib) ? perGib : undefined;
   });
 }
-const sockTs = (kind: string, size: number) => collect(new RegExp(`^sock-ts-${kind}-${size}-r\\d+\\.json$`), json);
-const sockTcp = (kind: string, size: number) => collect(new RegExp(`^sock-tcp-${kind}-${size}-r\\d+\\.json$`), json);
+/** The client JSONs of the `rdmacm bench stream` pairs named PREFIX-KIND-SIZE-rN.json. */
+const streamRuns = (prefix: string, kind: string, size: number) => collect(new RegExp(`^${prefix}-${kind}-${size}-r\\d+\\.json$`), json);
+const sockTs = (kind: string, size: number) => streamRuns('sock-ts', kind, size);
+const sockTcp = (kind: string, size: number) => streamRuns('sock-tcp', kind, size);
 const sockC = (kind: string, size: number) => collect(new RegExp(`^sock-c-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
 const sockCTcp = (kind: string, size: number) => collect(new RegExp(`^sock-ctcp-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
 const sockets: Record<string, unknown> = {};
@@ -277,7 +279,7 @@ for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
   row(`sockets: CPU s per GiB, ${label} writes, both sides (C: rstream -T b)`, 's', median(cpu.ts), median(cpu.rstream), '—', null, cpuRuns);
   row(`  vs node:net TCP (C column: TCP)`, 's', median(cpu.ts), median(cpu.tcp), '—', null, cpuRuns);
   // The same pairs reading with onread (one buffer reused, no Buffer per read), as rstream reads.
-  const o = collect(new RegExp(`^sock-tsonread-bw-${size}-r\\d+\\.json$`), json);
+  const o = streamRuns('sock-tsonread', 'bw', size);
   const onreadCpu = streamPairCpuPerGib(`sock-tsonread-bw-${size}`);
   sockets[`onread_${size}`] = { ts: o, cpu_per_gib: onreadCpu };
   const onreadRuns = `${o.length} TS onread, ${c.length} rstream`;

@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
-import { abortSignal, argumentError, bytes, instanceCheck, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
+import { abortSignal, argumentError, bytes, instanceCheck, isViewOrProxyOfOne, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -145,10 +145,9 @@ export interface RdmaOnread {
 }
 
 const aFunction = <T>() => instanceCheck<T>((value) => typeof value === 'function', 'expected a function');
-const TypedArray = Object.getPrototypeOf(Uint8Array) as abstract new () => ArrayBufferView;
 /** An object that is no view, nor a Proxy of one (whose buffer getter would throw when read as a key); its keys are checked next. */
 const anObjectNotAView = instanceCheck<RdmaOnread>(
-  (value) => typeof value === 'object' && value !== null && !ArrayBuffer.isView(value) && !(value instanceof TypedArray) && !(value instanceof DataView),
+  (value) => typeof value === 'object' && value !== null && !isViewOrProxyOfOne(value),
   'expected { buffer, callback }',
 );
 export const onreadSchema = anObjectNotAView.pipe(z.strictObject({

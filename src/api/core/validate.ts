@@ -193,6 +193,14 @@ const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as objec
 const VIEW_GETTERS = ['length', 'byteLength', 'byteOffset', 'buffer'];
 
 /**
+ * An ArrayBuffer view, or anything that passes for one by its prototype (a
+ * Proxy of one, whose intrinsic getters throw when read through the Proxy).
+ */
+export function isViewOrProxyOfOne(value: unknown): boolean {
+  return ArrayBuffer.isView(value) || (typeof value === 'object' && value !== null && (typedArrayPrototype.isPrototypeOf(value) || DataView.prototype.isPrototypeOf(value)));
+}
+
+/**
  * A real ArrayBuffer view, a typed array or a DataView (not a Proxy, which
  * ArrayBuffer.isView refuses), whose length, byteLength, byteOffset and buffer
  * are the intrinsic getters of its kind: a subclass or an own property that
