@@ -4,21 +4,31 @@
 // the stream (which carries each side's iomap entry first), then per iteration
 // each side RDMA-writes the whole buffer `count` times into the peer's, the
 // last one with a marker in its last byte that the peer polls for (even from
-// the client, odd from the server). With -T v the final write of an iteration
-// carries the sender's running byte count mod 256 in bytes 0..size-2.
+// the client, odd from the server; this side writes the marker after the rest).
+// With -T v the final write of an iteration carries the sender's running byte
+// count mod 256 in bytes 0..size-2.
 // Its default run (DEFAULT_RUN) is such runs at four sizes, on two connections.
 import { Buffer } from 'node:buffer';
 import type { RdmaSocket } from '../../src/net/index.js';
 import { ExactReader } from './rstream-peer.js';
 
-/** Polls `ready` on the event loop (completions keep flowing meanwhile), bounded. */
-async function until(ready: () => boolean, timeoutMs: number): Promise<void> {
+/** Polls `ready` on the event loop (completions keep flowing meanwhile), bounded; `failure` says what never came. */
+async function until(ready: () => boolean, timeoutMs: number, failure: () => string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!ready()) {
-    if (Date.now() > deadline) throw new Error('the peer never wrote the marker');
+    if (Date.now() > deadline) throw new Error(failure());
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
+
+/**
+ * How long a message's other bytes may still be landing once its marker is
+ * seen. One RDMA write's bytes land in no set order: rxe on Linux 6.12 can lay
+ * down the last byte before the first; there riostream -T v against itself failed 5 runs
+ * of 40 beside one busy loop ("data verification failed", then a hang), with
+ * nothing of ours involved. It lands separate writes on one connection in order.
+ */
+const LANDING_MS = 2_000;
 
 /** Where an exchange stands, for a report when it stalls. */
 export interface ExchangeProgress {
@@ -62,18 +72,26 @@ export async function riostreamExchange(
   let received = 0;
   let marker = 0;
   const write = (data: Buffer) => new Promise<void>((resolve, reject) => socket.write(data, (error) => (error ? reject(error) : resolve())));
+  // The marker goes in a write of its own after the data, so that it cannot
+  // land before the data does (see LANDING_MS): riostream polls it, then verifies.
   const finalWrite = async () => {
     if (verify) for (let i = 0; i < size - 1; i++) buffer[i] = (sent + i) & 0xff;
     sent += size - 1;
     buffer[size - 1] = marker++ & 0xff;
-    await socket.writeToRemote(buffer, 0);
+    if (size > 1) await socket.writeToRemote(buffer.subarray(0, size - 1), 0);
+    await socket.writeToRemote(buffer.subarray(size - 1), size - 1);
   };
   const awaitPeer = async () => {
     const expected = marker++ & 0xff;
     progress.phase = `awaiting the peer's marker ${expected} in the last byte (${received} B verified so far)`;
-    await until(() => buffer[size - 1] === expected, timeoutMs);
-    for (let i = 0; verify && i < size - 1; i++) {
-      if (buffer[i] !== ((received + i) & 0xff)) throw new Error(`data verification failed at byte ${received + i}`);
+    await until(() => buffer[size - 1] === expected, timeoutMs, () => 'the peer never wrote the marker');
+    if (verify) {
+      // riostream writes its marker with the data: the data may still be landing.
+      const firstWrong = () => {
+        for (let i = 0; i < size - 1; i++) if (buffer[i] !== ((received + i) & 0xff)) return i;
+        return -1;
+      };
+      await until(() => firstWrong() < 0, LANDING_MS, () => `data verification failed at byte ${received + firstWrong()}`);
     }
     received += size - 1;
   };
