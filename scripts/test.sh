@@ -110,7 +110,7 @@ main() {
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
         echo "== device tier, rdma-core 56 guest, bound calls on (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
-        # riostream's default run (about 3 1/2 minutes) ran in the first pass.
+        # riostream's default run (about 2 minutes) ran in the first pass.
         tier_run env RDMACM_BOUND_CALLS=1 RDMACM_TEST_EXCEPT=net-riostream-default bash scripts/rxe-vm.sh --distro trixie --timeout 1500 \
           -e RDMACM_BOUND_CALLS -e RDMACM_TEST_EXCEPT -- sh -c \
           'unset RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
