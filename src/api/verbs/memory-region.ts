@@ -1,10 +1,9 @@
 // Registered memory (struct ibv_mr). The region holds the JavaScript memory it
 // registered, so that memory can neither be freed nor moved while the device
-// may touch it, and marks it untransferable, so postMessage or structuredClone
-// copies it instead of detaching it; after deregister() any post that names
-// the region is refused before native code.
+// may touch it, and marks it untransferable (core/untransferable.ts), so
+// postMessage or structuredClone cannot detach it; after deregister() any
+// post that names the region is refused before native code.
 import { Buffer } from 'node:buffer';
-import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
 import { libibverbs } from '../../ffi/libibverbs.js';
 import { RdmaError, checkVerbs } from '../../ffi/errors.js';
@@ -16,6 +15,7 @@ import { InvalidThisError } from '../core/errors.js';
 import { z } from 'zod';
 import { parseArgument } from '../core/validate.js';
 import { assertInternal, type Internal } from '../core/internal.js';
+import { markUntransferable } from '../core/untransferable.js';
 
 const PAGE_SIZE = 4096;
 const LKEY = koffi.offsetof(ibv_mr, 'lkey');
@@ -58,11 +58,12 @@ export class MemoryRegion extends Resource {
     assertInternal(key, 'MemoryRegion.register', 'use pd.register() or id.regMsgs()');
     // Reading .buffer moves a small on-heap typed array off the heap for good, so its address is stable.
     // A transfer would detach the ArrayBuffer and let its memory be freed under
-    // the registration; once marked, postMessage and structuredClone copy it.
+    // the registration; once marked, postMessage and structuredClone cannot.
     // The mark is for good (there is no unmarking), and Node's Buffer pool
     // (small Buffer.from/allocUnsafe) is marked already. It does not stop a
-    // web-stream BYOB read, which detaches anyway.
-    markAsUntransferable(memory.buffer);
+    // web-stream BYOB read, nor Node 22's ArrayBuffer.prototype.transfer()
+    // (Node 24 refuses it), which detach anyway.
+    markUntransferable(memory.buffer);
     const buffer = Buffer.isBuffer(memory) ? memory : Buffer.from(memory.buffer, memory.byteOffset, memory.byteLength);
     const address = koffi.address(buffer);
     const handle = libibverbs.ibv_reg_mr(pdHandle, address, buffer.byteLength, accessMask);

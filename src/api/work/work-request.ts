@@ -2,7 +2,6 @@
 // (struct ibv_send_wr / ibv_recv_wr plus one ibv_sge). post() is the hot path:
 // a closed-resource check and one FFI crossing, nothing allocated; a prepared
 // request's crossing is a bound call, with no argument to convert.
-import { markAsUntransferable } from 'node:worker_threads';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { RdmaError } from '../../ffi/errors.js';
@@ -22,6 +21,7 @@ import { argumentError, instanceCheck, isHonestBytes, isResizable, numberIssue, 
 import { InvalidThisError, ResourceClosedError, type RdmaArgumentError } from '../core/errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from '../core/internal.js';
+import { markUntransferable } from '../core/untransferable.js';
 import { Resource } from '../core/resource.js';
 
 const ATOMIC_SIZE = 8;
@@ -291,10 +291,10 @@ function checkSendSource(operation: string, source: MemoryRegion | Uint8Array, i
 /**
  * A plain buffer that a prepared send reads at each post (inline data): held
  * alive, of a fixed length (a resizable or growable buffer could shrink under
- * it), marked untransferable so postMessage and structuredClone copy it
- * instead of detaching it, and checked at each post for a detach that happens
- * anyway (WebAssembly memory that grew). Made after the request's other checks:
- * the mark is for good.
+ * it), marked untransferable so postMessage and structuredClone cannot detach
+ * it, and checked at each post for a detach that happens anyway (WebAssembly
+ * memory that grew). Made after the request's other checks: the mark is for
+ * good.
  */
 class KeptBuffer {
   private readonly length: number;
@@ -303,7 +303,7 @@ class KeptBuffer {
     if (isResizable(view.buffer)) {
       throw argumentError(operation, 'region', 'a view over a resizable ArrayBuffer or growable SharedArrayBuffer can shrink under a prepared send; copy it into a fixed-length buffer', 'ERR_INVALID_ARG_VALUE');
     }
-    markAsUntransferable(view.buffer);
+    markUntransferable(view.buffer);
     this.length = view.length;
   }
 
