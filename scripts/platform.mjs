@@ -3,9 +3,9 @@
 // process loaded (from their names in /proc/self/maps), the arch and node.
 // scripts/test.sh prints it in each device-tier step; the README's platform
 // table quotes these lines. Needs `npm run build` (it imports dist/).
-//   node scripts/platform.mjs [--step NAME] [--expect-rdma-core N]
+//   node scripts/platform.mjs [--step NAME] [--expect-rdma-core N] [--expect-node N]
 //   --step names the test step in the line; --expect-rdma-core exits 1 unless
-//   both libraries are release N.x.
+//   both libraries are release N.x, --expect-node unless node is N.x.
 import { release } from 'node:os';
 import { librdmacm, libibverbs } from '../dist/src/raw.js';
 
@@ -29,10 +29,15 @@ const option = (name) => {
 const expected = option('--expect-rdma-core');
 const step = option('--step');
 console.log(`platform: ${step ? `${step}: ` : ''}Linux ${release()} ${process.arch}, ${libc}, rdma-core: librdmacm ${rdmacmRelease}, libibverbs ${verbsRelease}, node ${process.version}`);
+const major = (release) => release.split('.')[0];
 if (expected !== undefined) {
-  const major = (release) => release.split('.')[0];
   if (major(rdmacmRelease) !== expected || major(verbsRelease) !== expected) {
     console.error(`platform: expected rdma-core ${expected}, but librdmacm is ${rdmacmRelease} and libibverbs ${verbsRelease}`);
     process.exitCode = 1;
   }
+}
+const expectedNode = option('--expect-node');
+if (expectedNode !== undefined && major(process.versions.node) !== expectedNode) {
+  console.error(`platform: expected node ${expectedNode}, but this is node ${process.version}`);
+  process.exitCode = 1;
 }

@@ -16,13 +16,18 @@
 # device tier again (all but riostream's long default run, which the first pass
 # ran: RDMACM_TEST_EXCEPT), with the harness's RDMACM_TEST_* variables unset, as
 # on a user's own host (the tier finds the device, its port and address by
-# itself), and with bound calls on (RDMACM_BOUND_CALLS=1): they are opt-in, so
-# the first pass ran the plain calls users get by default. On a host with its
+# itself), with bound calls on (RDMACM_BOUND_CALLS=1: they are opt-in, so the
+# first pass ran the plain calls users get by default), and on Node 24 (the
+# official build, from the npm registry by scripts/node-release.sh), where the
+# other passes run this host's Node. On a host with its
 # own device the tier runs twice there, plain then bound.
 # Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
 # userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
 # runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes).
 set -euo pipefail
+
+# The Node release line the Debian 13 pass runs on (the other passes run this host's).
+NEXT_NODE=24
 
 # Everything is in functions, read whole before anything runs: editing this
 # file during a run cannot change what the run does.
@@ -109,12 +114,17 @@ main() {
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
-        echo "== device tier, rdma-core 56 guest, bound calls on (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
+        echo "== device tier, rdma-core 56 guest, bound calls on, Node $NEXT_NODE (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
         # riostream's default run (about 2 minutes) ran in the first pass.
-        tier_run env RDMACM_BOUND_CALLS=1 RDMACM_TEST_EXCEPT=net-riostream-default bash scripts/rxe-vm.sh --distro trixie --timeout 1500 \
-          -e RDMACM_BOUND_CALLS -e RDMACM_TEST_EXCEPT -- sh -c \
-          'unset RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
-           node scripts/platform.mjs --step "device tier, rdma-core 56 guest, bound calls on" --expect-rdma-core 56 && node bin/rdmacm smoke &&
+        # Copied into the guest's /tmp: the tier runs it as another user too, who may not enter this host's HOME.
+        local next_node
+        next_node=$(bash scripts/node-release.sh "$NEXT_NODE") || status=1
+        tier_run env RDMACM_BOUND_CALLS=1 RDMACM_TEST_EXCEPT=net-riostream-default RDMACM_NODE_BIN="$next_node/bin" RDMACM_NODE_MAJOR="$NEXT_NODE" \
+          bash scripts/rxe-vm.sh --distro trixie --timeout 1500 -e RDMACM_BOUND_CALLS -e RDMACM_TEST_EXCEPT -e RDMACM_NODE_BIN -e RDMACM_NODE_MAJOR -- sh -c \
+          'mkdir -p /tmp/node-next && cp "$RDMACM_NODE_BIN/node" /tmp/node-next/ && export PATH="/tmp/node-next:$PATH" &&
+           unset RDMACM_NODE_BIN RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
+           node scripts/platform.mjs --step "device tier, rdma-core 56 guest, bound calls on" --expect-rdma-core 56 --expect-node "$RDMACM_NODE_MAJOR" &&
+           node bin/rdmacm smoke &&
            exec node dist/tests/device/run.js' || status=1
         echo "== device tier, arm64 guest: smoke (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
         tier_run bash scripts/arm64-vm.sh --timeout 600 || status=1
