@@ -29,7 +29,7 @@ const option = (name) => {
 const expected = option('--expect-rdma-core');
 const step = option('--step');
 console.log(`platform: ${step ? `${step}: ` : ''}Linux ${release()} ${process.arch}, ${libc}, rdma-core: librdmacm ${rdmacmRelease}, libibverbs ${verbsRelease}, node ${process.version}`);
-const major = (release) => release.split('.')[0];
+const major = (version) => version.split('.')[0];
 if (expected !== undefined) {
   if (major(rdmacmRelease) !== expected || major(verbsRelease) !== expected) {
     console.error(`platform: expected rdma-core ${expected}, but librdmacm is ${rdmacmRelease} and libibverbs ${verbsRelease}`);

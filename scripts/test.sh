@@ -115,8 +115,9 @@ main() {
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
         echo "== device tier, rdma-core 56 guest, bound calls on, Node $NEXT_NODE (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
-        # riostream's default run (about 2 minutes) ran in the first pass.
-        # Copied into the guest's /tmp: the tier runs it as another user too, who may not enter this host's HOME.
+        # riostream's default run (about 2 minutes) ran in the first pass. The
+        # guest copies Node into its /tmp: the tier runs it as another user too,
+        # who may not enter this host's HOME.
         local next_node
         next_node=$(bash scripts/node-release.sh "$NEXT_NODE") || status=1
         tier_run env RDMACM_BOUND_CALLS=1 RDMACM_TEST_EXCEPT=net-riostream-default RDMACM_NODE_BIN="$next_node/bin" RDMACM_NODE_MAJOR="$NEXT_NODE" \

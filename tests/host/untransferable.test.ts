@@ -1,7 +1,8 @@
 // markUntransferable on this Node: a marked buffer is never detached by a
-// transfer (nor by the probe that decides whether to mark it), and a WebAssembly memory still grows
-// (from Node 24 the mark on its buffer made grow() abort the process). The
-// device tier runs the same through registration on Node 20 and Node 24.
+// transfer (nor by the probe that decides whether to mark it), and a
+// WebAssembly memory still grows (from Node 24 the mark on its buffer made
+// grow() abort the process). The device tier runs the same through
+// registration on Node 20 and Node 24.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

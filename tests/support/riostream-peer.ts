@@ -4,8 +4,8 @@
 // the stream (which carries each side's iomap entry first), then per iteration
 // each side RDMA-writes the whole buffer `count` times into the peer's, the
 // last one with a marker in its last byte that the peer polls for (even from
-// the client, odd from the server; this side writes the marker after the rest).
-// With -T v the final write of an iteration carries the sender's running byte
+// the client, odd from the server; where the peer verifies, this side writes
+// the marker after the rest). With -T v the final write of an iteration carries the sender's running byte
 // count mod 256 in bytes 0..size-2.
 // Its default run (DEFAULT_RUN) is such runs at four sizes, on two connections.
 import { Buffer } from 'node:buffer';
@@ -35,9 +35,10 @@ async function until(ready: () => boolean, timeoutMs: number, failure: () => str
 /**
  * How long a message's other bytes may still be landing once its marker is
  * seen. One RDMA write's bytes land in no set order: rxe on Linux 6.12 can lay
- * down the last byte before the first; there riostream -T v against itself failed 5 runs
- * of 40 beside one busy loop ("data verification failed", then a hang), with
- * nothing of ours involved. It lands separate writes on one connection in order.
+ * down the last byte before the first, and there riostream -T v against itself
+ * failed 5 runs of 40 beside one busy loop ("data verification failed", then a
+ * hang), with nothing of ours involved. It lands separate writes on one
+ * connection in order.
  */
 const LANDING_MS = 2_000;
 
@@ -106,7 +107,8 @@ export async function riostreamExchange(
         for (let i = 0; i < size - 1; i++) if (buffer[i] !== ((received + i) & 0xff)) return i;
         return -1;
       };
-      await until(() => firstWrong() < 0, LANDING_MS, () => `data verification failed at byte ${received + firstWrong()}`);
+      let wrong = -1;
+      await until(() => (wrong = firstWrong()) < 0, LANDING_MS, () => `data verification failed at byte ${received + wrong}`);
     }
     received += size - 1;
   };
