@@ -5,7 +5,7 @@
 # a real kernel RDMA stack. npm run test:arm64 runs the smoke test in it.
 #
 # Usage:
-#   scripts/arm64-vm.sh [--timeout S] [--verbose] [-e NAME[=VALUE]]... [-- COMMAND [ARGS...]]
+#   scripts/arm64-vm.sh [--node RELEASE] [--timeout S] [--verbose] [-e NAME[=VALUE]]... [-- COMMAND [ARGS...]]
 #   scripts/arm64-vm.sh --prepare        # fetch and build everything, boot nothing
 #   scripts/arm64-vm.sh --help
 #
@@ -15,6 +15,9 @@
 #   smoke`, then the device tier's smoke file (RDMACM_TEST_ONLY=smoke
 #   dist/tests/device/run.js), each step's guest uptime on stderr.
 #
+#   --node RELEASE The guest's Node: a major (22: its newest release) or a
+#                  version; by default this host's version. The arm64 test
+#                  checks that the guest runs that major (RDMACM_NODE_MAJOR).
 #   --timeout S    Overall limit in seconds (default 900, env RDMACM_VM_TIMEOUT).
 #   -e, --env NAME[=VALUE]
 #                  Pass an extra variable into the guest (VALUE defaults to the
@@ -32,7 +35,7 @@
 #            providers and tools, iproute2, busybox-static), shared read-only
 #            with 9p and mounted on the guest's /usr (and /etc copied).
 #   node     the official arm64 build with koffi's arm64 prebuild, from npm
-#            (scripts/arm64-node.sh), shared read-only at /opt/rdmacm-node;
+#            (scripts/arm64-node.sh RELEASE), shared read-only at /opt/rdmacm-node;
 #            inside the guest that folder's node_modules/@koromix is mounted
 #            over the project's, so the project's koffi loads its arm64 build.
 #   init     the initramfs holds arm64 busybox-static, the modules and the init
@@ -88,10 +91,13 @@ TIMEOUT=${RDMACM_VM_TIMEOUT:-900}
 VERBOSE=${RDMACM_VM_VERBOSE:-0}
 PREPARE_ONLY=0
 EXTRA_ENV=()
+NODE_RELEASE=$(node -p 'process.versions.node')
 while [ $# -gt 0 ]; do
   case $1 in
     --timeout) [ $# -ge 2 ] || die $EXIT_USAGE "--timeout needs a value"; TIMEOUT=$2; shift 2 ;;
     --timeout=*) TIMEOUT=${1#*=}; shift ;;
+    --node) [ $# -ge 2 ] || die $EXIT_USAGE "--node needs a release (22, or 22.23.3)"; NODE_RELEASE=$2; shift 2 ;;
+    --node=*) NODE_RELEASE=${1#*=}; shift ;;
     -e|--env) [ $# -ge 2 ] || die $EXIT_USAGE "$1 needs NAME[=VALUE]"; EXTRA_ENV+=("$2"); shift 2 ;;
     --env=*) EXTRA_ENV+=("${1#*=}"); shift ;;
     --verbose|-v) VERBOSE=1; shift ;;
@@ -102,6 +108,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $TIMEOUT in ''|*[!0-9]*) die $EXIT_USAGE "--timeout must be a whole number of seconds" ;; esac
+[[ $NODE_RELEASE =~ ^[0-9]+(\.[0-9]+\.[0-9]+)?$ ]] || die $EXIT_USAGE "--node takes a major (22) or a version (22.23.3)"
+EXTRA_ENV+=("RDMACM_NODE_MAJOR=${NODE_RELEASE%%.*}")
 # The arm64 test: every step must pass; the uptime stamps give the timings.
 read -r -d '' ARM64_TEST <<'EOF_TEST' || true
 stamp() { echo "arm64-vm: [$(cut -d' ' -f1 /proc/uptime) s since boot] $*" >&2; }
@@ -110,7 +118,7 @@ stamp "command started"
 uname -m
 ibv_devices
 stamp "node starts"
-node scripts/platform.mjs --step "device tier, arm64 guest: smoke" --expect-rdma-core 56
+node scripts/platform.mjs --step "device tier, arm64 guest: smoke" --expect-rdma-core 56 --expect-node "$RDMACM_NODE_MAJOR"
 stamp "node ran the platform line"
 node scripts/arm64-guest-check.mjs
 stamp "rdmacm smoke starts"
@@ -197,7 +205,7 @@ ensure_userland() {
   USERLAND=$(debian_packages --arch arm64 "$SUITE" $ARM64_PACKAGES) ||
     die $EXIT_VM "cannot fetch Debian $SUITE's arm64 packages ($(echo $ARM64_PACKAGES))"
   [ -x "$USERLAND/usr/bin/busybox" ] || die $EXIT_VM "$USERLAND has no usr/bin/busybox"
-  NODE_DIR=$(bash "$SCRIPT_DIR/arm64-node.sh") || die $EXIT_VM "scripts/arm64-node.sh failed"
+  NODE_DIR=$(bash "$SCRIPT_DIR/arm64-node.sh" "$NODE_RELEASE") || die $EXIT_VM "scripts/arm64-node.sh $NODE_RELEASE failed"
   vlog "userland $USERLAND: $(awk '{ printf "%s ", $1 }' "$USERLAND/.packages")"
   vlog "node $NODE_DIR"
 }

@@ -23,11 +23,14 @@
 # own device the tier runs twice there, plain then bound.
 # Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
 # userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
-# runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes).
+# runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes), on
+# Node 22, whose x64 build runs the host tier a second time.
 set -euo pipefail
 
-# The Node release line the Debian 13 pass runs on (the other passes run this host's).
+# The Node release lines besides this host's: the Debian 13 pass runs on
+# NEXT_NODE; the arm64 guest and the host tier's second pass on OTHER_NODE.
 NEXT_NODE=24
+OTHER_NODE=22
 
 # Everything is in functions, read whole before anything runs: editing this
 # file during a run cannot change what the run does.
@@ -92,6 +95,15 @@ main() {
     echo "== host tier"
     tier_run node scripts/platform.mjs --step 'host tier' || status=1
     tier_run node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
+    echo "== host tier, Node $OTHER_NODE"
+    local other_node
+    if other_node=$(bash scripts/node-release.sh "$OTHER_NODE"); then
+      tier_run env PATH="$other_node/bin:$PATH" sh -c \
+        "node scripts/platform.mjs --step 'host tier, Node $OTHER_NODE' --expect-node $OTHER_NODE &&
+         exec node --import tsx --test --test-reporter=spec tests/host/*.test.ts" || status=1
+    else
+      status=1
+    fi
   fi
 
   if [ "$tier" = all ] || [ "$tier" = device ]; then
@@ -127,8 +139,8 @@ main() {
            node scripts/platform.mjs --step "device tier, rdma-core 56 guest, bound calls on" --expect-rdma-core 56 --expect-node "$RDMACM_NODE_MAJOR" &&
            node bin/rdmacm smoke &&
            exec node dist/tests/device/run.js' || status=1
-        echo "== device tier, arm64 guest: smoke (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
-        tier_run bash scripts/arm64-vm.sh --timeout 600 || status=1
+        echo "== device tier, arm64 guest: smoke, Node $OTHER_NODE (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
+        tier_run bash scripts/arm64-vm.sh --node "$OTHER_NODE" --timeout 600 || status=1
       else
         echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost), the rdma-core 56 guest and the arm64 guest did not run" | tee -a "$log"
       fi
