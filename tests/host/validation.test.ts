@@ -402,6 +402,41 @@ test('parse memo: class instances zod passes through are remembered by prototype
   assert.notEqual(parseArgument('op', 'o', objects, nested), parseArgument('op', 'o', objects, nested), 'plain objects, byte views and arrays could change inside');
 });
 
+test('parse memo: a plain object of primitives is remembered by a copy of its contents, and what zod built of it comes out frozen', () => {
+  const schema = z.strictObject({ opcode: z.string(), remote: z.strictObject({ address: z.number(), rkey: z.number(), length: z.number().optional() }) });
+  const remote = { address: 4096, rkey: 7 };
+  const first = parseArgument('op', 'options', schema, { opcode: 'RDMA_WRITE', remote });
+  assert.deepEqual(first, { opcode: 'RDMA_WRITE', remote: { address: 4096, rkey: 7 } });
+  assert.notEqual(first.remote, remote, "zod's copy, not the caller's object");
+  assert.ok(Object.isFrozen(first) && Object.isFrozen(first.remote), 'both levels frozen');
+  assert.ok(!Object.isFrozen(remote), "the caller's object is left as it was");
+  assert.equal(parseArgument('op', 'options', schema, { opcode: 'RDMA_WRITE', remote: { address: 4096, rkey: 7 } }), first, 'an equal record: answered from the memo');
+  remote.rkey = 8;
+  const changed = parseArgument('op', 'options', schema, { opcode: 'RDMA_WRITE', remote });
+  assert.equal(changed.remote.rkey, 8, 'the remembered contents are a copy: a change to the object is seen');
+  for (const other of [{ address: 4096, rkey: 9 }, { rkey: 7, address: 4096 }, { address: 4096, rkey: 7, length: 1 }]) {
+    const parsed = parseArgument('op', 'options', schema, { opcode: 'RDMA_WRITE', remote: other });
+    assert.notEqual(parsed, first, `remote ${JSON.stringify(other)}: parsed again`);
+    assert.deepEqual(parsed.remote, other);
+  }
+  refused("rkey '7'", () => parseArgument('op', 'options', schema, { opcode: 'RDMA_WRITE', remote: { address: 4096, rkey: '7' } }), 'options.remote.rkey', /expected number/);
+  let reads = 0;
+  const viaGetter = { address: 4096, get rkey() { reads++; return 7; } };
+  parseArgument('op', 'options', schema, { opcode: 'RDMA_WRITE', remote: viaGetter });
+  parseArgument('op', 'options', schema, { opcode: 'RDMA_WRITE', remote: viaGetter });
+  assert.ok(reads >= 2, 'a record with an accessor is read on each call');
+  // A record deeper than one level, or one that zod passes through as it is, is never remembered.
+  const deep = z.strictObject({ remote: z.strictObject({ at: z.strictObject({ address: z.number() }) }) });
+  const deepInput = { remote: { at: { address: 1 } } };
+  assert.notEqual(parseArgument('op', 'o', deep, deepInput), parseArgument('op', 'o', deep, deepInput));
+  const passed = z.strictObject({ data: z.custom<{ a: number }>((value) => typeof value === 'object') });
+  const data = { a: 1 };
+  assert.equal(parseArgument('op', 'o', passed, { data }).data, data);
+  assert.ok(!Object.isFrozen(data), "zod's output was the caller's own object: not frozen");
+  const equal = { a: 1 };
+  assert.equal(parseArgument('op', 'o', passed, { data: equal }).data, equal, 'and not remembered: an equal object comes back as itself');
+});
+
 test('parse memo: inputs with accessors or a class prototype are not remembered', () => {
   const schema = memoSchema();
   class Options { count = 2; }

@@ -9,10 +9,10 @@ import { Resource } from './resource.js';
 /**
  * Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError.
  * The last few successful parses of each schema are remembered for flat inputs
- * (a primitive, or a plain object of primitive data properties and of class
- * instances that zod passed through as they are, like a CompletionQueue or an
- * AbortSignal): an equal input gets a frozen output without running zod
- * again. Calls repeat their options far more often than they change them,
+ * (a primitive, or a plain object of primitive data properties, of plain
+ * objects of primitives, like a send's `remote`, and of class instances that
+ * zod passed through as they are, like a CompletionQueue or an AbortSignal):
+ * an equal input gets a frozen output without running zod again. Calls repeat their options far more often than they change them,
  * and until V8 has optimized zod a parse costs many times the comparison (in
  * the rxe guest 50–400 µs against about 30). A few, not one: a connection's
  * connect, disconnect and waits take the same schema with their own timeouts.
@@ -81,18 +81,59 @@ const isInstance = (value: unknown): boolean =>
 const isGenuine = (value: unknown): boolean =>
   value instanceof Resource ? Resource.isA(value, Resource) : value instanceof AbortSignal ? abortSignal.safeParse(value).success : true;
 
+/** A plain object of primitive data properties, copied: its keys in order and their values. */
+class RecordCopy {
+  private constructor(
+    private readonly keys: readonly string[],
+    private readonly values: readonly unknown[],
+  ) {}
+
+  /** A copy of `value` if it is a plain object of primitive data properties; else undefined. */
+  static of(value: unknown): RecordCopy | undefined {
+    if (!isPlainObject(value)) return undefined;
+    const keys: string[] = [];
+    const values: unknown[] = [];
+    for (const key in value) {
+      const property = Object.getOwnPropertyDescriptor(value, key);
+      if (!property || !('value' in property) || !isPrimitive(property.value)) return undefined;
+      keys.push(key);
+      values.push(property.value);
+    }
+    return new RecordCopy(keys, values);
+  }
+
+  /** Whether `value` is a plain object with the same keys in the same order and the same primitives (Object.is). */
+  matches(value: unknown): boolean {
+    if (!isPlainObject(value)) return false;
+    let index = 0;
+    for (const key in value) {
+      if (index === this.keys.length || key !== this.keys[index] || !Object.is(value[key], this.values[index])) return false;
+      index++;
+    }
+    return index === this.keys.length;
+  }
+}
+
+/** A plain object that zod built of primitives alone: freezing it fixes what it says. */
+const isRecordOfPrimitives = (value: unknown): value is Record<string, unknown> => {
+  if (!isPlainObject(value)) return false;
+  for (const key in value) if (!isPrimitive(value[key])) return false;
+  return true;
+};
+
 /** One flat input, copied, and what zod made of it. */
 class ParseMemo {
   private constructor(
     /** The input's keys in order, or null when the input was a primitive (values[0]). */
     private readonly keys: readonly string[] | null,
+    /** Per key: the primitive or instance it held, or a RecordCopy of the plain object it held. */
     private readonly values: readonly unknown[],
     /** Per key: the prototype of the class instance it held and zod passed through, else null (matched with Object.is). */
     private readonly prototypes: readonly (object | null)[],
     readonly output: unknown,
   ) {}
 
-  /** A memo for a flat input whose output is flat too (so freezing it fixes what it says); else undefined. */
+  /** A memo for a flat input whose output is flat too (so freezing it, and its records, fixes what it says); else undefined. */
   static of(input: unknown, output: unknown): ParseMemo | undefined {
     if (isPrimitive(input)) return isPrimitive(output) ? new ParseMemo(null, [input], [null], output) : undefined;
     if (!isPlainObject(input) || !isPlainObject(output)) return undefined;
@@ -103,22 +144,30 @@ class ParseMemo {
       const property = Object.getOwnPropertyDescriptor(input, key);
       if (!property || !('value' in property)) return undefined;
       const value: unknown = property.value;
-      if (!isPrimitive(value) && !isInstance(value)) return undefined;
+      const record = isPlainObject(value) ? RecordCopy.of(value) : undefined;
+      if (!isPrimitive(value) && !isInstance(value) && record === undefined) return undefined;
       // Only an instance zod passed through may be swapped for another of its kind; the rest must stay the same.
-      const passedThrough = !isPrimitive(value) && (output as Record<string, unknown>)[key] === value;
+      const passedThrough = record === undefined && !isPrimitive(value) && (output as Record<string, unknown>)[key] === value;
       prototypes.push(passedThrough ? (Object.getPrototypeOf(value) as object) : null);
       keys.push(key);
-      values.push(value);
+      values.push(record ?? value);
     }
-    // An instance must come out as it went in: anything zod built is not frozen by the shallow freeze.
-    for (const key in output) if (!isPrimitive(output[key]) && !(isInstance(output[key]) && output[key] === input[key])) return undefined;
+    // An instance must come out as it went in, and what zod built must be a record of primitives, which is frozen too.
+    const built: Record<string, unknown>[] = [];
+    for (const key in output) {
+      const value = output[key];
+      if (isPrimitive(value) || (isInstance(value) && value === input[key])) continue;
+      if (!isRecordOfPrimitives(value) || value === input[key]) return undefined;
+      built.push(value);
+    }
+    for (const record of built) Object.freeze(record);
     return new ParseMemo(keys, values, prototypes, Object.freeze(output));
   }
 
   /**
    * This memo, or a new one like it, if `input` has the same keys in the same
-   * order, the same primitives (Object.is) and instances of the same
-   * prototypes; else undefined. Other instances than the remembered ones
+   * order, the same primitives (Object.is), records equal to the copies and
+   * instances of the same prototypes; else undefined. Other instances than the remembered ones
    * make the new memo, and its output carries them.
    */
   answering(input: unknown): ParseMemo | undefined {
@@ -126,17 +175,20 @@ class ParseMemo {
     if (keys === null) return Object.is(input, this.values[0]) ? this : undefined;
     if (!isPlainObject(input)) return undefined;
     let index = 0;
-    /** The input's values, kept from the first instance that differs from the remembered one (each read once). */
+    /** The values to remember, kept from the first instance that differs from the remembered one (each read once; records stay copies). */
     let fresh: unknown[] | undefined;
     for (const key in input) {
       if (index === keys.length || key !== keys[index]) return undefined;
       const value = input[key];
-      if (!Object.is(value, this.values[index])) {
+      const remembered = this.values[index];
+      if (remembered instanceof RecordCopy) {
+        if (!remembered.matches(value)) return undefined;
+      } else if (!Object.is(value, remembered)) {
         const prototype = this.prototypes[index];
         if (prototype === null || isPrimitive(value) || Object.getPrototypeOf(value) !== prototype || !isGenuine(value)) return undefined;
         fresh ??= this.values.slice(0, index);
       }
-      fresh?.push(value);
+      fresh?.push(remembered instanceof RecordCopy ? remembered : value);
       index++;
     }
     if (index !== keys.length) return undefined;
