@@ -8,10 +8,11 @@
 // no other connection's memory, whatever address and key it learns):
 //   ring    the receive ring the peer RDMA-writes data into, offered in halves
 //   target  the 2-entry target SGL (+ iomap table) the peer writes offers into
-//   staging the send buffer write() copies into, then 4 control slots and
-//           4 iomap slots (the entries this side sends)
-//   sink    4 bytes for receive requests (write-with-imm consumes a receive
-//           without writing to it)
+//   staging the send buffer write() copies into, then 4 control slots, 4
+//           iomap slots (the entries this side sends) and the sink: 4 bytes
+//           for receive requests (write-with-imm consumes a receive without
+//           writing to it) and for the zero-length control writes. One
+//           region, not two: a registration costs milliseconds under TCG.
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import type { CmId } from '../api/cm/cm-id.js';
@@ -50,6 +51,8 @@ const KEEPALIVE = -3;
 const KEEPALIVE_PROBES = 5;
 /** Iomap entries in flight at once (each has a staging slot until its completion). */
 const IOMAP_SLOTS = 4;
+/** The sink's bytes, at the end of staging. */
+const SINK_SIZE = 4;
 /** The remote target of a prepared write until each post sets its own. */
 const NOWHERE = Object.freeze({ address: 0, rkey: 0 });
 /** Where this side's own iomap table starts in its target memory: after the 2-entry SGL. */
@@ -96,7 +99,8 @@ export class StreamConnection implements CompletionListener {
   #keepaliveWrite: PreparedSend | undefined;
   #iomapWrite: PreparedSend | undefined;
   #directWrite: PreparedSend | undefined;
-  readonly #sink: MemoryRegion;
+  /** Where the sink starts in staging. */
+  readonly #sinkAt: number;
   readonly #recv: PreparedRecv;
   readonly #recvBatch: PreparedRecvChain;
 
@@ -208,10 +212,10 @@ export class StreamConnection implements CompletionListener {
       this.#ring = this.#pd.allocate(sizes.recvBufferSize, ['LOCAL_WRITE', 'REMOTE_WRITE']);
       this.#target = this.#pd.allocate(SGE_SIZE * TARGET_SGL_ENTRIES + 24 * sizes.iomapEntries, ['LOCAL_WRITE', 'REMOTE_WRITE']);
       this.#targetView = new DataView(this.#target.buffer.buffer, this.#target.buffer.byteOffset, this.#target.buffer.byteLength);
-      this.#staging = this.#pd.allocate(this.#sendBytes + SGE_SIZE * DEFAULTS.controlSlots + IOMAP_SIZE * IOMAP_SLOTS, ['LOCAL_WRITE']);
+      const sinkAt = this.#iomapSlotsAt() + IOMAP_SIZE * IOMAP_SLOTS;
+      this.#sinkAt = sinkAt;
+      this.#staging = this.#pd.allocate(sinkAt + SINK_SIZE, ['LOCAL_WRITE']);
       this.#stagingView = new DataView(this.#staging.buffer.buffer, this.#staging.buffer.byteOffset, this.#staging.buffer.byteLength);
-      const sink = this.#pd.allocate(4, ['LOCAL_WRITE']);
-      this.#sink = sink;
       this.#dataWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: 0, length: 0 });
       this.#dataWriteInline = this.#inline > 0
         ? this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: 0, length: 0, inline: true })
@@ -219,9 +223,9 @@ export class StreamConnection implements CompletionListener {
       this.#sglWrite = this.#qp.prepareSend(this.#staging, {
         opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: this.#sendBytes, length: SGE_SIZE, inline: this.#inline >= SGE_SIZE,
       });
-      this.#controlWrite = this.#qp.prepareSend(sink, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: 0, length: 0 });
-      this.#recv = this.#qp.prepareRecv(sink, { offset: 0, length: 4 });
-      this.#recvBatch = this.#qp.prepareRecvChain(sink, { count: REPOST_BATCH, offset: 0, length: 4, stride: 0 });
+      this.#controlWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: sinkAt, length: 0 });
+      this.#recv = this.#qp.prepareRecv(this.#staging, { offset: sinkAt, length: SINK_SIZE });
+      this.#recvBatch = this.#qp.prepareRecvChain(this.#staging, { count: REPOST_BATCH, offset: sinkAt, length: SINK_SIZE, stride: 0 });
     } catch (error) {
       pd.close();
       cq?.close();
@@ -804,7 +808,7 @@ export class StreamConnection implements CompletionListener {
       this.#keepaliveSentAt = performance.now();
       this.#controlFree--;
       this.#track(KEEPALIVE);
-      (this.#keepaliveWrite ??= this.#qp.prepareSend(this.#sink, { opcode: 'RDMA_WRITE', remote: NOWHERE, offset: 0, length: 0 })).post();
+      (this.#keepaliveWrite ??= this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', remote: NOWHERE, offset: this.#sinkAt, length: 0 })).post();
     }, periodMs);
     if (!this.#keepProcessAlive) this.#keepaliveTimer.unref();
   }
