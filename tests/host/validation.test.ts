@@ -20,6 +20,8 @@ import { abortError } from '../../src/api/core/errors.js';
 import { assertAbortedWith } from '../support/errors.js';
 import { encodeConnParam, type ConnParam } from '../../src/api/cm/conn-param.js';
 import { endpointSchema, waitSchema } from '../../src/api/cm/cm-id.js';
+import { decodeSocketAddress, encodeSocketAddress } from '../../src/api/cm/socket-address.js';
+import { readFileSync } from 'node:fs';
 import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/core/validate.js';
 import { ibv_ah_attr, type IbvAhAttr } from '../../src/structs/verbs-resources.js';
 import {
@@ -308,6 +310,25 @@ test('wait options accept a non-negative integer timeout and an AbortSignal', ()
   assert.deepEqual(parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: 0, signal }), { timeoutMs: 0, signal });
   assert.deepEqual(parseArgument('rdma_connect', 'options', waitSchema, { timeoutMs: 10_000 }), { timeoutMs: 10_000 });
   assert.deepEqual(parseArgument('rdma_connect', 'options', waitSchema, {}), {});
+});
+
+// ---------------------------------------------------------------- IPv6 zones
+test('an IPv6 address may name its zone, by interface or index, as node:net takes it; it travels as sin6_scope_id and comes back named', () => {
+  const loIndex = Number(readFileSync('/sys/class/net/lo/ifindex', 'utf8'));
+  for (const [text, scope] of [['fe80::1%lo', loIndex], [`fe80::1%${loIndex}`, loIndex], ['fe80::1', 0], ['fd77::1', 0]] as const) {
+    assert.deepEqual(parseArgument('op', 'destination', endpointSchema, { address: text, port: 7 }), { address: text, port: 7 });
+    const sockaddr = encodeSocketAddress(text, 7);
+    assert.equal(sockaddr.readUInt32LE(24), scope, `${text}: sin6_scope_id`);
+    assert.deepEqual(decodeSocketAddress(sockaddr), { family: 'IPv6', address: scope ? 'fe80::1%lo' : text, port: 7 }, `${text}: decoded, the zone by name`);
+  }
+  // A scope on an address that is not link-local is kept in the sockaddr, and not printed (node:net prints link-local zones only).
+  assert.deepEqual(decodeSocketAddress(encodeSocketAddress('fd77::1%lo', 7)), { family: 'IPv6', address: 'fd77::1', port: 7 });
+  for (const bad of ['fe80::1%nosuchif0', 'fe80::1%', 'fe80::1%lo%lo', 'fe80::1%../lo', 'fe80::1%0', '10.0.0.1%lo', 'fe80::1%4294967296']) {
+    assertArgumentError({
+      name: bad, call: () => parseArgument('op', 'destination', endpointSchema, { address: bad, port: 7 }), operation: 'op', path: 'destination.address',
+      rule: /expected an IPv4 or IPv6 address \(an IPv6 zone must be an interface of this host/,
+    });
+  }
 });
 
 // ---------------------------------------------------------------- the parse memo

@@ -69,7 +69,11 @@ const swap16 = (value: number) => ((value & 0xff) << 8) | (value >> 8);
 
 /** An IP address and port: where to bind, or what to resolve. */
 export interface EndpointAddress {
-  /** An IPv4 or IPv6 address as text; no host names (resolve those with getAddrInfo). */
+  /**
+   * An IPv4 or IPv6 address as text; no host names (resolve those with
+   * getAddrInfo). A link-local IPv6 address names its zone by interface or
+   * index (`fe80::1%eth0`, `fe80::1%2`); decoded addresses name it back.
+   */
   address: string;
   /**
    * The port, 0–65535; on bindAddr, 0 lets the kernel pick one.

@@ -3,6 +3,7 @@
 import { Buffer } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
 import { AF_INET, AF_INET6, AF_IB } from '../../structs/socket.js';
+import { interfaceIndex, interfaceName } from '../core/interfaces.js';
 
 export type AddressFamily = 'IPv4' | 'IPv6' | 'IB';
 
@@ -76,7 +77,8 @@ export function encodeSocketAddress(address: string, port: number): Buffer {
     buffer.writeUInt16LE(AF_INET6, 0);
     buffer.writeUInt16BE(port, 2);
     buffer.set(ipv6Bytes(host!), 8);
-    if (scope && /^\d+$/.test(scope)) buffer.writeUInt32LE(Number(scope), 24);
+    // The zone, a name or an index (checked when the address was parsed), is sin6_scope_id.
+    if (scope !== undefined) buffer.writeUInt32LE(interfaceIndex(scope) ?? 0, 24);
     return buffer;
   }
   throw new TypeError(`not an IP address: ${address}`);
@@ -90,7 +92,11 @@ export function decodeSocketAddress(memory: Uint8Array): SocketAddress | undefin
     return { family: 'IPv4', address: Array.from(memory.subarray(4, 8)).join('.'), port: view.getUint16(2, false) };
   }
   if (family === AF_INET6) {
-    return { family: 'IPv6', address: formatIPv6(memory.subarray(8, 24)), port: view.getUint16(2, false) };
+    const address = formatIPv6(memory.subarray(8, 24));
+    // As node:net: a link-local address names its interface (fe80::1%eth0).
+    const scope = memory.byteLength >= SOCKADDR_IN6_SIZE ? view.getUint32(24, true) : 0;
+    const zone = scope > 0 && memory[8] === 0xfe && (memory[9]! & 0xc0) === 0x80 ? (interfaceName(scope) ?? String(scope)) : undefined;
+    return { family: 'IPv6', address: zone === undefined ? address : `${address}%${zone}`, port: view.getUint16(2, false) };
   }
   if (family === AF_IB) {
     // struct sockaddr_ib: sib_pkey, sib_flowinfo, then the 16-byte GID at offset 8; sib_sid (u64 BE) at 24 holds the port.

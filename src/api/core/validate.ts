@@ -1,9 +1,11 @@
 // Argument checking at the API boundary: zod schemas in, RdmaArgumentError out.
 // Called when an operation is prepared, never inside post/poll loops.
 import { Buffer } from 'node:buffer';
+import { isIPv4, isIPv6 } from 'node:net';
 import { isDataView } from 'node:util/types';
 import { z } from 'zod';
 import { RdmaArgumentError, type ArgumentErrorCode } from './errors.js';
+import { interfaceIndex } from './interfaces.js';
 import { Resource } from './resource.js';
 
 /**
@@ -235,8 +237,18 @@ export const u64 = z.union([
   z.bigint().min(0n).max(0xffffffffffffffffn),
   z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
 ]);
-/** An IPv4 or IPv6 address. */
-export const ipAddress = z.union([z.ipv4(), z.ipv6()], { error: 'expected an IPv4 or IPv6 address' });
+/**
+ * An IPv4 or IPv6 address; an IPv6 one may name its zone, as node:net takes
+ * it: `fe80::1%eth0` (an interface of this host) or `fe80::1%2` (its index).
+ */
+export const ipAddress = z.string({ error: 'expected an IPv4 or IPv6 address' }).refine(
+  (text) => {
+    if (isIPv4(text)) return true;
+    const [host, zone, ...more] = text.split('%');
+    return more.length === 0 && isIPv6(host!) && (zone === undefined || interfaceIndex(zone) !== undefined);
+  },
+  { error: 'expected an IPv4 or IPv6 address (an IPv6 zone must be an interface of this host or its index, as fe80::1%eth0)' },
+);
 /** A non-empty C string: C would silently cut it at an embedded NUL. */
 export const cString = z.string().min(1).refine((s) => !s.includes('\0'), 'must not contain a NUL character');
 
