@@ -2,7 +2,7 @@
 // syscall, address and port, with the RDMA failure behind it as `cause`.
 import { constants } from 'node:os';
 import { ConnectionError } from '../api/cm/cm-event.js';
-import { RdmaError } from '../api/core/errors.js';
+import { RdmaArgumentError, RdmaError } from '../api/core/errors.js';
 import { WorkCompletionError } from '../api/work/work-completion.js';
 
 /** A socket or server error shaped like node:net's (err.code 'ECONNREFUSED', err.syscall 'connect', …). */
@@ -39,10 +39,12 @@ export class RdmaNetCodeError extends Error {
 /**
  * What a connection failure means in node:net's terms. The resolver's own
  * errors (ENOTFOUND, EAI_AGAIN: syscall 'getaddrinfo') are node:net's too,
- * and pass on as they are.
+ * and pass on as they are, as does an argument the safe API refused (an IPv6
+ * zone naming no interface here): nothing was refused by a peer.
  */
 export function connectFailure(error: unknown, address: string, port: number): Error {
   if (error instanceof Error && (error as { syscall?: unknown }).syscall === 'getaddrinfo') return error;
+  if (error instanceof RdmaArgumentError) return error;
   return new RdmaNetError('connect', netCodeOf(error, 'ECONNREFUSED'), { address, port, cause: error });
 }
 

@@ -264,7 +264,10 @@ export type ResolvedServer = z.output<typeof serverSchema>;
 export interface RdmaListenOptions {
   /** The port to listen on, 0–65535 (0: rdma_cm picks one). Required, as node:net's listen(options) requires port (or path). */
   readonly port: number;
-  /** The address to listen on, 1–255 characters. @defaultValue '0.0.0.0' (every RDMA device's IPv4 addresses) */
+  /**
+   * The address to listen on, 1–255 characters.
+   * @defaultValue '::', every RDMA device's IPv4 and IPv6 addresses, as node:net's (or '0.0.0.0' where '::' cannot be bound)
+   */
   readonly host?: string;
   /** Connection requests queued before accept, 0–2147483647. @defaultValue 511, as node:net */
   readonly backlog?: number;
@@ -274,7 +277,7 @@ export interface RdmaListenOptions {
 
 export const listenSchema = z.strictObject({
   port: portRule("listen(options) needs a port (node:net's needs a port or a path; 0 lets rdma_cm pick one)"),
-  host: host.default('0.0.0.0'),
+  host: host.optional(),
   backlog: z.number().int().min(0).max(0x7fffffff).default(511),
   signal: abortSignal.optional(),
 }) satisfies z.ZodType<unknown, RdmaListenOptions>;

@@ -7,7 +7,7 @@ import { EventEmitter } from 'node:events';
 import process from 'node:process';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { EventConnParam } from '../api/cm/cm-event.js';
-import { InvalidThisError, ResourceClosedError } from '../api/core/errors.js';
+import { InvalidThisError, RdmaArgumentError, ResourceClosedError } from '../api/core/errors.js';
 import { ChannelHold } from './shared-channel.js';
 import { RdmaSocket, attachAcceptedSocket, socketEvents } from './socket.js';
 import { StreamConnection } from './stream-connection.js';
@@ -30,6 +30,24 @@ export interface DropInfo {
   readonly remoteFamily: string | undefined;
   /** Why, when it was not maxConnections: e.g. an RdmaProtocolError for a peer that is not rsockets. */
   readonly error?: Error;
+}
+
+/** Where a server without a host listens, in order: node:net's, '::' (IPv4 and IPv6 clients alike), else '0.0.0.0'. */
+const UNSPECIFIED = ['::', '0.0.0.0'] as const;
+
+/** A TCP-space id bound to `host`, or without one to the first of UNSPECIFIED that binds; throws the last failure. */
+function boundId(hold: ChannelHold, host: string | undefined, port: number): CmId {
+  const candidates = host === undefined ? UNSPECIFIED : [host];
+  for (let i = 0; ; i++) {
+    const id = createId(hold.channel, { portSpace: 'TCP' });
+    try {
+      id.bindAddr({ address: candidates[i]!, port });
+      return id;
+    } catch (error) {
+      id.close();
+      if (i === candidates.length - 1) throw error;
+    }
+  }
 }
 
 export class RdmaServer extends EventEmitter {
@@ -97,20 +115,22 @@ export class RdmaServer extends EventEmitter {
       // The shared channel is made here: without a device it fails, and that is an 'error' event as any listen failure, never a throw.
       hold = this.#hold = new ChannelHold();
       hold.setKeepAlive(this.#keepProcessAlive);
-      listener = createId(hold.channel, { portSpace: 'TCP' });
-      listener.bindAddr({ address: o.host, port: o.port });
+      listener = boundId(hold, o.host, o.port);
       listener.listen(o.backlog);
     } catch (error) {
       listener?.close();
       hold?.release();
       this.#hold = undefined;
-      const code = (error as { code?: string }).code ?? 'EADDRNOTAVAIL';
-      process.nextTick(() => this.emit('error', new RdmaNetError('listen', code, { address: o.host, port: o.port, cause: error })));
+      // An address the safe API refused (an IPv6 zone naming no interface) is the caller's, and says so as it is.
+      const failure = error instanceof RdmaArgumentError
+        ? error
+        : new RdmaNetError('listen', (error as { code?: string }).code ?? 'EADDRNOTAVAIL', { address: o.host ?? UNSPECIFIED.at(-1), port: o.port, cause: error });
+      process.nextTick(() => this.emit('error', failure));
       return;
     }
     this.#listener = listener;
     const local = listener.localAddress;
-    this.#address = { address: local?.address ?? o.host, family: local?.family ?? 'IPv4', port: listener.localPort };
+    this.#address = { address: local?.address ?? o.host ?? '::', family: local?.family ?? 'IPv6', port: listener.localPort };
     if (o.signal) {
       if (o.signal.aborted) process.nextTick(() => this.close());
       else o.signal.addEventListener('abort', () => this.close(), { once: true });
