@@ -9,8 +9,9 @@
 #   scripts/rxe-vm.sh --help
 #
 #   --hosts N      1 (default) or 2 guests.
-#                  1: one guest; rxe0 sits on veth0 (10.77.0.1/24), whose peer
-#                     veth1 has 10.77.0.2/24. RDMACM_TEST_ADDR=10.77.0.1.
+#                  1: one guest; rxe0 sits on veth0 (10.77.0.1/24, fd77::1/64),
+#                     whose peer veth1 has 10.77.0.2/24 (fd77::2/64).
+#                     RDMACM_TEST_ADDR=10.77.0.1.
 #                  2: two guests, each with a virtio-net NIC; the NICs are joined
 #                     by QEMU socket netdevs over UDP on 127.0.0.1 (one datagram
 #                     per frame, a free port per guest), so RoCEv2 packets
@@ -512,6 +513,10 @@ if [ "$HOST_COUNT" = 1 ]; then
   ip link add veth0 type veth peer name veth1 || setup_fail "cannot create veth pair"
   ip addr add "$MY_ADDR/24" dev veth0
   ip addr add "$PEER_VETH_ADDR/24" dev veth1
+  # IPv6 too, for the IPv6 tests: unique local addresses (nodad: nothing to
+  # wait for); the link-local ones come by themselves.
+  ip -6 addr add fd77::1/64 dev veth0 nodad || setup_fail "cannot add fd77::1 to veth0"
+  ip -6 addr add fd77::2/64 dev veth1 nodad || setup_fail "cannot add fd77::2 to veth1"
   ip link set veth1 up
   ip link set veth0 up
 else

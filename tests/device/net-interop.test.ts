@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type RdmaSocket } from '../../src/net/index.js';
-import { deviceAddress, freshPort } from '../support/device.js';
+import { deviceAddress, deviceAddress6, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
 import { checkRstream, rstreamExchange } from '../support/rstream-peer.js';
 import { rcopyClient, rcopyServe } from '../support/rcopy-peer.js';
@@ -58,8 +58,8 @@ const TOOL_RINGS = { recvBufferSize: 1 << 20, sendBufferSize: 1 << 20 };
 const RSTREAM: ToolPeer = { tool: 'rstream', exchange: (socket, role, plan) => rstreamExchange(socket, role, plan), iomapEntries: 0 };
 const RIOSTREAM: ToolPeer = { tool: 'riostream', exchange: riostreamExchange, iomapEntries: 1 };
 
-/** The tool as client, a TypeScript server serving its custom run. */
-async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
+/** The tool as client, a TypeScript server serving its custom run (on `host`, by default the device's IPv4 address). */
+async function toolClientToServer(peer: ToolPeer, plan: Plan, host = deviceAddress()): Promise<void> {
   const progress: ExchangeProgress = { phase: 'not connected' };
   const server = createServer({ rdma: { ...TOOL_RINGS, iomapEntries: peer.iomapEntries } });
   const served = new Promise<void>((resolve, reject) => {
@@ -69,10 +69,10 @@ async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
       socket.on('close', () => resolve());
     });
   });
-  server.listen(0, deviceAddress());
+  server.listen(0, host);
   await once(server, 'listening');
   try {
-    const tool = start(peer.tool, ['-s', deviceAddress(), '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
+    const tool = start(peer.tool, ['-s', host, '-p', String(server.address()!.port), ...rstreamArgs(plan)]);
     const [result] = await within(Promise.all([tool.finished, served]), STALL_MS, () => `the run did not end (this side: ${progress.phase})`).catch(async (error: unknown) => {
       // Say what the tool saw: its output often names the cause.
       tool.kill();
@@ -85,15 +85,15 @@ async function toolClientToServer(peer: ToolPeer, plan: Plan): Promise<void> {
   }
 }
 
-/** A TypeScript client running the custom run against the tool as server; a failure says what it saw. */
-async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
+/** A TypeScript client running the custom run against the tool as server (on `host`); a failure says what it saw. */
+async function clientToToolServer(peer: ToolPeer, plan: Plan, host = deviceAddress()): Promise<void> {
   const port = freshPort();
-  const tool = start(peer.tool, ['-b', deviceAddress(), '-p', String(port), ...rstreamArgs(plan)]);
+  const tool = start(peer.tool, ['-b', host, '-p', String(port), ...rstreamArgs(plan)]);
   const seen: string[] = [];
   const progress: ExchangeProgress = { phase: 'not connected' };
   tool.finished.then((result) => seen.push(`${peer.tool} exited ${result.code}: ${result.stdout} ${result.stderr}`), () => undefined);
   try {
-    const socket = await connectWhenListening(port, { ...TOOL_RINGS, iomapEntries: peer.iomapEntries });
+    const socket = await connectWhenListening(port, { ...TOOL_RINGS, iomapEntries: peer.iomapEntries }, host);
     // If the tool gives up first, say what it printed. It also exits right after
     // its last write, which this side may not have looked for yet (under load a
     // run lost that race): the exchange gets a few seconds more.
@@ -130,6 +130,15 @@ async function clientToToolServer(peer: ToolPeer, plan: Plan): Promise<void> {
 for (const plan of PLANS) {
   test(`rstream client → TypeScript server: ${plan.name}`, { timeout: 180_000 }, () => toolClientToServer(RSTREAM, plan));
   test(`TypeScript client → rstream server: ${plan.name}`, { timeout: 180_000 }, () => clientToToolServer(RSTREAM, plan));
+}
+
+// The same over IPv6: rsockets takes any address rdma_cm does, and so must this side.
+const address6 = deviceAddress6();
+const noIpv6 = !address6 && 'the test netdev has no IPv6 address that is not link-local (set RDMACM_TEST_ADDR6)';
+const IPV6_PLANS = PLANS.filter((plan) => plan.size === 4096);
+for (const plan of IPV6_PLANS) {
+  test(`rstream client → TypeScript server over IPv6: ${plan.name}`, { timeout: 180_000, skip: noIpv6 }, () => toolClientToServer(RSTREAM, plan, address6));
+  test(`TypeScript client → rstream server over IPv6: ${plan.name}`, { timeout: 180_000, skip: noIpv6 }, () => clientToToolServer(RSTREAM, plan, address6));
 }
 
 test('rcopy client → TypeScript server: the file arrives whole (sha256)', { timeout: 180_000 }, async () => {

@@ -161,6 +161,23 @@ export function isRoce(): boolean {
   return testDevice().linkLayer === 'Ethernet';
 }
 
+/**
+ * An IPv6 address of the test netdev that is not link-local (the VM gives
+ * veth0 fd77::1), or RDMACM_TEST_ADDR6; undefined when it has none.
+ */
+export function deviceAddress6(): string | undefined {
+  const netdev = testDevice().netdev;
+  return process.env.RDMACM_TEST_ADDR6 ||
+    (netdev ? networkInterfaces()[netdev]?.find((a) => a.family === 'IPv6' && !a.internal && !a.address.startsWith('fe80:'))?.address : undefined);
+}
+
+/** The test netdev's link-local IPv6 address with its zone (fe80::…%veth0); undefined when it has none. */
+export function deviceLinkLocal(): string | undefined {
+  const netdev = testDevice().netdev;
+  const address = netdev ? networkInterfaces()[netdev]?.find((a) => a.family === 'IPv6' && a.address.startsWith('fe80:'))?.address : undefined;
+  return address && `${address}%${netdev}`;
+}
+
 let nextPort = 20000 + (process.pid % 20000);
 /** A fresh TCP-port-space port for each test, so tests never collide. */
 export function freshPort(): number {

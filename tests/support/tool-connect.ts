@@ -6,9 +6,9 @@ import { deviceAddress } from './device.js';
 import { within } from './within.js';
 
 /** Connects, retrying while the peer tool is still starting (bounded, and each step too: a stall says which). */
-export async function connectWhenListening(port: number, rdma: RdmaSocketSizes = {}): Promise<RdmaSocket> {
+export async function connectWhenListening(port: number, rdma: RdmaSocketSizes = {}, host = deviceAddress()): Promise<RdmaSocket> {
   for (let attempt = 0; ; attempt++) {
-    const socket = connect({ port, host: deviceAddress(), rdma });
+    const socket = connect({ port, host, rdma });
     const closed = new Promise((resolve) => socket.once('close', resolve));
     // Plain listeners: events.once('connect') would reject at the 'error' event itself.
     const outcome = await within(new Promise<'connected' | (Error & { code: string })>((resolve) => {
