@@ -4,6 +4,7 @@
 // accepts (as rsockets does), and hands out an RdmaSocket per connection.
 import { Buffer } from 'node:buffer';
 import { EventEmitter } from 'node:events';
+import { isIPv4 } from 'node:net';
 import process from 'node:process';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { EventConnParam } from '../api/cm/cm-event.js';
@@ -130,7 +131,8 @@ export class RdmaServer extends EventEmitter {
     }
     this.#listener = listener;
     const local = listener.localAddress;
-    this.#address = { address: local?.address ?? o.host ?? '::', family: local?.family ?? 'IPv6', port: listener.localPort };
+    const address = local?.address ?? o.host ?? UNSPECIFIED[0];
+    this.#address = { address, family: local?.family ?? (isIPv4(address) ? 'IPv4' : 'IPv6'), port: listener.localPort };
     if (o.signal) {
       if (o.signal.aborted) process.nextTick(() => this.close());
       else o.signal.addEventListener('abort', () => this.close(), { once: true });

@@ -14,8 +14,9 @@ import { Resource } from './resource.js';
  * (a primitive, or a plain object of primitive data properties, of plain
  * objects of primitives, like a send's `remote`, and of class instances that
  * zod passed through as they are, like a CompletionQueue or an AbortSignal):
- * an equal input gets a frozen output without running zod again. Calls repeat their options far more often than they change them,
- * and until V8 has optimized zod a parse costs many times the comparison (in
+ * an equal input gets a frozen output without running zod again. Calls
+ * repeat their options far more often than they change them, and until V8
+ * has optimized zod a parse costs many times the comparison (in
  * the rxe guest 50–400 µs against about 30). A few, not one: a connection's
  * connect, disconnect and waits take the same schema with their own timeouts.
  * Schemas are pure, and this package checks class instances by prototype only
@@ -169,8 +170,8 @@ class ParseMemo {
   /**
    * This memo, or a new one like it, if `input` has the same keys in the same
    * order, the same primitives (Object.is), records equal to the copies and
-   * instances of the same prototypes; else undefined. Other instances than the remembered ones
-   * make the new memo, and its output carries them.
+   * instances of the same prototypes; else undefined. Other instances than
+   * the remembered ones make the new memo, and its output carries them.
    */
   answering(input: unknown): ParseMemo | undefined {
     const keys = this.keys;
@@ -240,6 +241,8 @@ export const u64 = z.union([
 /**
  * An IPv4 or IPv6 address; an IPv6 one may name its zone, as node:net takes
  * it: `fe80::1%eth0` (an interface of this host) or `fe80::1%2` (its index).
+ * The one check that reads the system: an interface removed after a parse
+ * the memo keeps goes out as scope 0, as an address without a zone does.
  */
 export const ipAddress = z.string({ error: 'expected an IPv4 or IPv6 address' }).refine(
   (text) => {
