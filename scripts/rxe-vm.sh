@@ -16,7 +16,7 @@
 #                     by QEMU socket netdevs over UDP on 127.0.0.1 (one datagram
 #                     per frame, a free port per guest), so RoCEv2 packets
 #                     really cross a link. rxe0 sits on eth0; addresses
-#                     10.78.0.1 (host0) and 10.78.0.2 (host1). COMMAND runs on
+#                     10.78.0.1 and fd78::1 (host0), 10.78.0.2 and fd78::2 (host1). COMMAND runs on
 #                     both guests; output lines are prefixed "[host0] "/"[host1] ".
 #   --distro D     bookworm (default, env RDMACM_VM_DISTRO) or trixie.
 #                  bookworm: the guest boots the kernel the host's apt names
@@ -60,6 +60,7 @@
 #   RDMACM_TEST_DEVICE   rxe device name (rxe0)
 #   RDMACM_TEST_NETDEV   its netdev (veth0 or eth0)
 #   RDMACM_TEST_ADDRS    all guests' addresses, space-separated, in index order
+#   RDMACM_TEST_ADDRS6   with --hosts 2, their IPv6 addresses (fd78::1 fd78::2)
 #   RDMACM_HOST_INDEX    0 .. N-1
 #   RDMACM_HOST_COUNT    N
 #   RDMACM_SHARED_DIR    a writable folder shared by all guests (a host temp
@@ -514,7 +515,9 @@ if [ "$HOST_COUNT" = 1 ]; then
   ip addr add "$MY_ADDR/24" dev veth0
   ip addr add "$PEER_VETH_ADDR/24" dev veth1
   # IPv6 too, for the IPv6 tests: unique local addresses (nodad: nothing to
-  # wait for); the link-local ones come by themselves.
+  # wait for; kept when a test takes the link down); the link-local ones come
+  # by themselves.
+  for n in veth0 veth1; do echo 1 >"/proc/sys/net/ipv6/conf/$n/keep_addr_on_down" || setup_fail "cannot keep $n's IPv6 addresses on down"; done
   ip -6 addr add fd77::1/64 dev veth0 nodad || setup_fail "cannot add fd77::1 to veth0"
   ip -6 addr add fd77::2/64 dev veth1 nodad || setup_fail "cannot add fd77::2 to veth1"
   ip link set veth1 up
@@ -528,6 +531,10 @@ else
   done
   [ -n "$NETDEV" ] || setup_fail "no virtio NIC found"
   ip addr add "$MY_ADDR/24" dev "$NETDEV"
+  # IPv6 across the link too: host N has fd78::N+1 (RDMACM_TEST_ADDRS6),
+  # kept across the link flap test's down and up.
+  echo 1 >"/proc/sys/net/ipv6/conf/$NETDEV/keep_addr_on_down" || setup_fail "cannot keep $NETDEV's IPv6 addresses on down"
+  ip -6 addr add "fd78::$((HOST_INDEX + 1))/64" dev "$NETDEV" nodad || setup_fail "cannot add an IPv6 address to $NETDEV"
   ip link set "$NETDEV" up
 fi
 rdma link add "$RXE_DEV" type rxe netdev "$NETDEV" 2>&2 || setup_fail "rdma link add $RXE_DEV type rxe netdev $NETDEV"
@@ -544,6 +551,11 @@ log "$RXE_DEV on $NETDEV ($MY_ADDR) is ACTIVE"
 export HOME=/tmp/home USER=root LOGNAME=root SHELL=/bin/bash
 export RDMACM_IN_VM=1 RDMACM_TEST_ADDR="$MY_ADDR" RDMACM_TEST_DEVICE="$RXE_DEV" RDMACM_TEST_NETDEV="$NETDEV"
 export RDMACM_TEST_ADDRS="$ALL_ADDRS" RDMACM_HOST_INDEX="$HOST_INDEX" RDMACM_HOST_COUNT="$HOST_COUNT"
+if [ "$HOST_COUNT" != 1 ]; then
+  RDMACM_TEST_ADDRS6=
+  for n in $(seq 1 "$HOST_COUNT"); do RDMACM_TEST_ADDRS6="${RDMACM_TEST_ADDRS6:+$RDMACM_TEST_ADDRS6 }fd78::$n"; done
+  export RDMACM_TEST_ADDRS6
+fi
 export RDMACM_SHARED_DIR=/run/rdmacm-shared
 source "$CTL/env.sh"
 ulimit -l unlimited

@@ -1,5 +1,6 @@
 // A real link: two guests (scripts/rxe-vm.sh --hosts 2), host 0 the server,
-// host 1 the client, RoCE v2 crossing a virtual wire between them. An RDMA
+// host 1 the client, RoCE v2 crossing a virtual wire between them (over IPv4,
+// and in one test over IPv6). An RDMA
 // round trip must cost about what a TCP one does over the same wire. With 5 %
 // and 20 % packet loss (tc netem) every RC message must arrive intact and in
 // order; with the link taken down and up mid-transfer, both sides must resume
@@ -302,6 +303,59 @@ test('across the link: a TypeScript client against an rstream server, and rstrea
   } else {
     await meet('ts-listening');
     checkRstream({ code: 0, stdout: await runTool(['rstream', '-s', serverAddress!, '-p', '18531', ...rstreamAcross], { attempts: 10 }), stderr: '' });
+  }
+});
+
+const [serverAddress6, clientAddress6] = (process.env.RDMACM_TEST_ADDRS6 ?? '').split(' ');
+
+test('across the link over IPv6: rdmacm/net from host 1 to a server with no host (::) on host 0, 1 MiB each way, sha256 compared', { timeout: 300_000 }, async () => {
+  assert.ok(serverAddress6 && clientAddress6, `RDMACM_TEST_ADDRS6 names both guests' IPv6 addresses (it is '${process.env.RDMACM_TEST_ADDRS6 ?? ''}')`);
+  const port = 18532;
+  if (hostIndex === 0) {
+    const server = createServer((socket) => socket.pipe(socket));
+    const peer = new Promise<RdmaSocket>((resolve) => server.once('connection', resolve));
+    server.listen(port);
+    await new Promise((resolve) => server.once('listening', resolve));
+    assert.equal(server.address()?.address, '::');
+    signal('v6-listening');
+    try {
+      const socket = await peer;
+      assert.equal(socket.remoteFamily, 'IPv6');
+      assert.equal(socket.remoteAddress, clientAddress6);
+      assert.equal(socket.localAddress, serverAddress6);
+      if (!socket.closed) await new Promise((resolve) => socket.once('close', resolve));
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  } else {
+    await meet('v6-listening');
+    const payload = Buffer.alloc(1 << 20);
+    for (let i = 0; i < payload.length; i += 4) payload.writeUInt32LE((i * 2654435761) >>> 0, i);
+    const socket = connect({ port, host: serverAddress6! });
+    await new Promise((resolve, reject) => {
+      socket.once('connect', resolve);
+      socket.once('error', reject);
+    });
+    assert.equal(socket.remoteFamily, 'IPv6');
+    assert.equal(socket.remoteAddress, serverAddress6);
+    assert.equal(socket.localAddress, clientAddress6);
+    const echoed: Buffer[] = [];
+    let length = 0;
+    const done = new Promise<void>((resolve, reject) => {
+      socket.on('data', (chunk: Buffer) => {
+        echoed.push(chunk);
+        length += chunk.length;
+        if (length >= payload.length) resolve();
+      });
+      socket.once('error', reject);
+    });
+    socket.write(payload);
+    await done;
+    const digest = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+    assert.equal(digest(Buffer.concat(echoed)), digest(payload));
+    socket.end();
+    if (!socket.closed) await new Promise((resolve) => socket.once('close', resolve));
+    console.log(`twohost: rdmacm/net over IPv6 across the link (${clientAddress6} → ${serverAddress6}): 1 MiB each way, sha256 equal`);
   }
 });
 
