@@ -21,8 +21,8 @@ and what the peer sends to stdout. EOF on stdin ends this side's writing
 (the peer sees the end, as with TCP's half-close); the peer's end ends the
 output; the command exits once both directions are over.
 
-  -l, --listen     listen on HOST (default: every address) and PORT, serve
-                   one connection, then exit
+  -l, --listen     listen on HOST (default: every IPv4 and IPv6 address)
+                   and PORT, serve one connection, then exit
   -v, --verbose    say on stderr where it listens and who connected
   -h, --help       show this help
 
@@ -55,26 +55,30 @@ function describe(error: unknown): string {
   return code && hints[code] ? `${message} (${hints[code]})` : message;
 }
 
-async function acceptOne(host: string, port: number, verbose: boolean): Promise<RdmaSocket> {
+/** An address and port as netcat prints them: IPv6 in brackets. */
+const endpoint = (address: string | undefined, port: number | undefined) => `${address?.includes(':') ? `[${address}]` : address}:${port}`;
+
+async function acceptOne(host: string | undefined, port: number, verbose: boolean): Promise<RdmaSocket> {
   const server = createServer({ allowHalfOpen: true });
   server.maxConnections = 1;
   const connection = once(server, 'connection') as Promise<[RdmaSocket]>;
   connection.catch(() => undefined); // a listen error rejects both; 'listening' reports it
-  server.listen(port, host);
+  if (host === undefined) server.listen(port);
+  else server.listen(port, host);
   await once(server, 'listening');
-  if (verbose) process.stderr.write(`rdmacm nc: listening on ${host}:${server.address()?.port ?? port}\n`);
+  if (verbose) process.stderr.write(`rdmacm nc: listening on ${endpoint(server.address()?.address, server.address()?.port)}\n`);
   const [socket] = await connection;
   server.close();
-  if (verbose) process.stderr.write(`rdmacm nc: connection from ${socket.remoteAddress}:${socket.remotePort}\n`);
+  if (verbose) process.stderr.write(`rdmacm nc: connection from ${endpoint(socket.remoteAddress, socket.remotePort)}\n`);
   return socket;
 }
 
 async function connectTo(host: string, port: number, verbose: boolean): Promise<RdmaSocket> {
   // A name is resolved here, so that one that does not resolve says ENOTFOUND.
-  const address = isIP(host) === 0 ? (await lookup(host, { family: 4 })).address : host;
+  const address = isIP(host) === 0 ? (await lookup(host)).address : host;
   const socket = connect({ port, host: address, allowHalfOpen: true });
   await once(socket, 'connect'); // rejects with the socket's error
-  if (verbose) process.stderr.write(`rdmacm nc: connected to ${socket.remoteAddress}:${socket.remotePort}\n`);
+  if (verbose) process.stderr.write(`rdmacm nc: connected to ${endpoint(socket.remoteAddress, socket.remotePort)}\n`);
   return socket;
 }
 
@@ -119,12 +123,12 @@ export async function runNc(argv: string[]): Promise<number> {
   const { values, positionals } = parsed;
   const listen = values.listen === true;
   const verbose = values.verbose === true;
-  let host: string, port: number;
+  let host: string | undefined, port: number;
   try {
     if (listen) {
       if (positionals.length === 0) throw new NcError('say the PORT to listen on');
       if (positionals.length > 2) throw new NcError(`unexpected argument '${positionals[2]}'`);
-      host = positionals.length === 2 ? positionals[0]! : '0.0.0.0';
+      host = positionals.length === 2 ? positionals[0]! : undefined; // the server's default: every IPv4 and IPv6 address
       port = portOf(positionals.at(-1)!, 0);
     } else {
       if (positionals.length < 2) throw new NcError(positionals.length === 0 ? 'say HOST and PORT to connect to, or -l to listen' : 'say the PORT to connect to');
@@ -135,7 +139,7 @@ export async function runNc(argv: string[]): Promise<number> {
   } catch (error) {
     return fail((error as Error).message);
   }
-  if (host === '' || (isIP(host) === 0 && !/^[a-zA-Z0-9][a-zA-Z0-9.-]*$/.test(host))) return fail(`HOST must be an IP address or a host name (got '${host}')`);
+  if (host !== undefined && (host === '' || (isIP(host) === 0 && !/^[a-zA-Z0-9][a-zA-Z0-9.-]*$/.test(host)))) return fail(`HOST must be an IP address or a host name (got '${host}')`);
 
   let deviceCount: number;
   try {
@@ -151,7 +155,7 @@ export async function runNc(argv: string[]): Promise<number> {
 
   let socket: RdmaSocket;
   try {
-    socket = listen ? await acceptOne(host, port, verbose) : await connectTo(host, port, verbose);
+    socket = listen ? await acceptOne(host, port, verbose) : await connectTo(host!, port, verbose);
   } catch (error) {
     process.stderr.write(`rdmacm nc: ${describe(error)}\n`);
     return 1;
