@@ -118,7 +118,6 @@ const REFUSED: Record<string, string> = {
   autoSelectFamilyAttemptTimeout: 'autoSelectFamily is not supported',
   hints: 'lookup hints are not supported',
   exclusive: 'cluster mode is not supported',
-  ipv6Only: 'ipv6Only is not supported yet',
   reusePort: 'reusePort is not supported by rdma_cm',
   readableAll: 'IPC permissions do not apply',
   writableAll: 'IPC permissions do not apply',
@@ -273,6 +272,12 @@ export interface RdmaListenOptions {
   readonly backlog?: number;
   /** Closes the server when aborted. @defaultValue none */
   readonly signal?: AbortSignal;
+  /**
+   * On an IPv6 host (or none: `::`), IPv6 clients only, as node:net's: no
+   * dual stack, and no fallback to `0.0.0.0` (rdma_cm's AFONLY option).
+   * @defaultValue false
+   */
+  readonly ipv6Only?: boolean;
 }
 
 export const listenSchema = z.strictObject({
@@ -280,6 +285,7 @@ export const listenSchema = z.strictObject({
   host: host.optional(),
   backlog: z.number().int().min(0).max(0x7fffffff).default(511),
   signal: abortSignal.optional(),
+  ipv6Only: z.boolean().default(false),
 }) satisfies z.ZodType<unknown, RdmaListenOptions>;
 type ListenTied = Holds<InputIs<typeof listenSchema, RdmaListenOptions>>;
 export type ResolvedListen = z.output<typeof listenSchema>;

@@ -36,12 +36,17 @@ export interface DropInfo {
 /** Where a server without a host listens, in order: node:net's, '::' (IPv4 and IPv6 clients alike), else '0.0.0.0'. */
 const UNSPECIFIED = ['::', '0.0.0.0'] as const;
 
-/** A TCP-space id bound to `host`, or without one to the first of UNSPECIFIED that binds; throws the last failure. */
-function boundId(hold: ChannelHold, host: string | undefined, port: number): CmId {
-  const candidates = host === undefined ? UNSPECIFIED : [host];
+/**
+ * A TCP-space id bound to `host`, or without one to the first of UNSPECIFIED
+ * that binds (to '::' alone with ipv6Only); throws the last failure.
+ */
+function boundId(hold: ChannelHold, host: string | undefined, port: number, ipv6Only: boolean): CmId {
+  const candidates = host !== undefined ? [host] : ipv6Only ? UNSPECIFIED.slice(0, 1) : UNSPECIFIED;
   for (let i = 0; ; i++) {
     const id = createId(hold.channel, { portSpace: 'TCP' });
     try {
+      // AFONLY: an IPv6 bind takes IPv6 requests only (no dual stack).
+      if (ipv6Only) id.setOption({ option: 'AFONLY', value: true });
       id.bindAddr({ address: candidates[i]!, port });
       return id;
     } catch (error) {
@@ -116,7 +121,7 @@ export class RdmaServer extends EventEmitter {
       // The shared channel is made here: without a device it fails, and that is an 'error' event as any listen failure, never a throw.
       hold = this.#hold = new ChannelHold();
       hold.setKeepAlive(this.#keepProcessAlive);
-      listener = boundId(hold, o.host, o.port);
+      listener = boundId(hold, o.host, o.port, o.ipv6Only);
       listener.listen(o.backlog);
     } catch (error) {
       listener?.close();

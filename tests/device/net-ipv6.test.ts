@@ -98,6 +98,21 @@ for (const host of ['::', undefined]) {
   });
 }
 
+test('listen({ ipv6Only: true }) on :: takes IPv6 clients and refuses IPv4 ones, as node:net\'s', { skip: noIpv6 }, async () => {
+  const server = createServer((socket) => socket.pipe(socket));
+  server.listen({ port: 0, host: '::', ipv6Only: true });
+  await within(once(server, 'listening'), 10_000, 'listen');
+  try {
+    const v6 = await echoOnce(address6!, server.address()!.port);
+    assert.equal(v6.remoteFamily, 'IPv6');
+    const v4 = connect({ host: deviceAddress(), port: server.address()!.port });
+    const [error] = (await within(once(v4, 'error'), 20_000, "the IPv4 client's error")) as [Error & { code: string }];
+    assert.equal(error.code, 'ECONNREFUSED', String(error));
+  } finally {
+    await close(server);
+  }
+});
+
 test('a zone naming no interface here is an argument error, before any native call (never ECONNREFUSED)', async () => {
   const socket = connect({ host: 'fe80::1%nosuchif0', port: 7 });
   const [error] = (await within(once(socket, 'error').catch((e: unknown) => [e]), 10_000, "the socket's error")) as [RdmaArgumentError];

@@ -99,11 +99,11 @@ const CONNECT_RULES: Rules = {
   ...ACCEPTED_RULES, port: isPort, host: isHost, localAddress: (v) => typeof v === 'string' && isIP(v) !== 0, localPort: isPort,
   family: (v) => v === 0 || v === 4 || v === 6, timeout: isMs, connectTimeout: (v) => isInt(v, 1, MAX_MS), signal: isSignal,
 };
-const LISTEN_RULES: Rules = { port: isPort, host: isHost, backlog: isMs, signal: isSignal };
+const LISTEN_RULES: Rules = { port: isPort, host: isHost, backlog: isMs, signal: isSignal, ipv6Only: isBool };
 const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal };
 /** node:net's options that mean nothing over RDMA, refused by name (docs/net.md). */
 const REFUSED = [
-  'fd', 'path', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'hints', 'exclusive', 'ipv6Only', 'reusePort',
+  'fd', 'path', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'hints', 'exclusive', 'reusePort',
   'readableAll', 'writableAll', 'blockList',
 ];
 
@@ -176,7 +176,7 @@ const connectOptions = optionsObject({
   ...VALID_ACCEPTED, port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), localAddress: fc.constantFrom('127.0.0.1', '::1'),
   localPort: fc.integer({ min: 0, max: 65535 }), family: fc.constantFrom(0, 4, 6), timeout: ms, connectTimeout: fc.integer({ min: 1, max: MAX_MS }), signal: signals,
 });
-const listenOptions = optionsObject({ port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), backlog: ms, signal: signals });
+const listenOptions = optionsObject({ port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), backlog: ms, signal: signals, ipv6Only: fc.boolean() });
 const socketOptions = optionsObject({ ...VALID_STREAM, signal: signals });
 
 /** A function the test watches: each call's arguments. */

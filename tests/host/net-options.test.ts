@@ -35,9 +35,11 @@ test('connect() overloads: (port, host, cb), (port, cb), (options, cb)', () => {
 
 test('listen() overloads: (port, host, backlog, cb), (port, cb), (options), ()', () => {
   const cb = () => undefined;
-  assert.deepEqual(normalizeListenArgs([7471, '10.0.0.1', 16, cb]).options, { port: 7471, host: '10.0.0.1', backlog: 16 });
-  assert.deepEqual(normalizeListenArgs([7471, cb]).options, { port: 7471, backlog: 511 });
-  assert.deepEqual(normalizeListenArgs([{ port: 1, backlog: 2 }]).options, { port: 1, backlog: 2 });
+  assert.deepEqual(normalizeListenArgs([7471, '10.0.0.1', 16, cb]).options, { port: 7471, host: '10.0.0.1', backlog: 16, ipv6Only: false });
+  assert.deepEqual(normalizeListenArgs([7471, cb]).options, { port: 7471, backlog: 511, ipv6Only: false });
+  assert.deepEqual(normalizeListenArgs([{ port: 1, backlog: 2 }]).options, { port: 1, backlog: 2, ipv6Only: false });
+  assert.deepEqual(normalizeListenArgs([{ port: 1, host: '::', ipv6Only: true }]).options, { port: 1, host: '::', backlog: 511, ipv6Only: true });
+  assertRefusedAs(() => normalizeListenArgs([{ port: 1, ipv6Only: 'yes' }]), 'options.ipv6Only', 'ERR_INVALID_ARG_TYPE');
   assert.equal(normalizeListenArgs([cb]).callback, cb);
 });
 
@@ -115,8 +117,8 @@ test('junk in a positional or callback slot is refused by name, never ignored (n
     [() => { createServer().maxConnections = '10' as never; }, 'maxConnections'],
   ];
   for (const [call, path] of cases) assertRefusedAs(call, path);
-  assert.deepEqual(normalizeListenArgs([null, '10.0.0.1']).options, { port: 0, host: '10.0.0.1', backlog: 511 });
-  assert.deepEqual(normalizeListenArgs([7471, 16]).options, { port: 7471, backlog: 16 });
+  assert.deepEqual(normalizeListenArgs([null, '10.0.0.1']).options, { port: 0, host: '10.0.0.1', backlog: 511, ipv6Only: false });
+  assert.deepEqual(normalizeListenArgs([7471, 16]).options, { port: 7471, backlog: 16, ipv6Only: false });
   const server = createServer();
   server.maxConnections = 3;
   assert.equal(server.maxConnections, 3);
