@@ -48,6 +48,12 @@ export function connectFailure(error: unknown, address: string, port: number): E
   return new RdmaNetError('connect', netCodeOf(error, 'ECONNREFUSED'), { address, port, cause: error });
 }
 
+/** What a listen failure means in node:net's terms; an argument the safe API refused passes on as it is, as in connectFailure. */
+export function listenFailure(error: unknown, address: string, port: number): Error {
+  if (error instanceof RdmaArgumentError) return error;
+  return new RdmaNetError('listen', (error as { code?: string }).code ?? 'EADDRNOTAVAIL', { address, port, cause: error });
+}
+
 /** The node:net code for an RDMA failure; `fallback` when nothing closer fits. */
 export function netCodeOf(error: unknown, fallback: string): string {
   if (error instanceof ConnectionError) {

@@ -8,12 +8,12 @@ import { isIPv4 } from 'node:net';
 import process from 'node:process';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { EventConnParam } from '../api/cm/cm-event.js';
-import { InvalidThisError, RdmaArgumentError, ResourceClosedError } from '../api/core/errors.js';
+import { InvalidThisError, ResourceClosedError } from '../api/core/errors.js';
 import { ChannelHold } from './shared-channel.js';
 import { RdmaSocket, attachAcceptedSocket, socketEvents } from './socket.js';
 import { StreamConnection } from './stream-connection.js';
 import { decodeConnData, type ConnData } from './wire.js';
-import { RdmaNetCodeError, RdmaNetError } from './errors.js';
+import { RdmaNetCodeError, RdmaNetError, listenFailure } from './errors.js';
 import { z } from 'zod';
 import { argumentError, parseArgument } from '../api/core/validate.js';
 import {
@@ -127,10 +127,7 @@ export class RdmaServer extends EventEmitter {
       listener?.close();
       hold?.release();
       this.#hold = undefined;
-      // An address the safe API refused (an IPv6 zone naming no interface) is the caller's, and says so as it is.
-      const failure = error instanceof RdmaArgumentError
-        ? error
-        : new RdmaNetError('listen', (error as { code?: string }).code ?? 'EADDRNOTAVAIL', { address: o.host ?? UNSPECIFIED.at(-1), port: o.port, cause: error });
+      const failure = listenFailure(error, o.host ?? UNSPECIFIED.at(-1)!, o.port);
       process.nextTick(() => this.emit('error', failure));
       return;
     }

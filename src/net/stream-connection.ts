@@ -99,8 +99,6 @@ export class StreamConnection implements CompletionListener {
   #keepaliveWrite: PreparedSend | undefined;
   #iomapWrite: PreparedSend | undefined;
   #directWrite: PreparedSend | undefined;
-  /** Where the sink starts in staging. */
-  readonly #sinkAt: number;
   readonly #recv: PreparedRecv;
   readonly #recvBatch: PreparedRecvChain;
 
@@ -212,8 +210,7 @@ export class StreamConnection implements CompletionListener {
       this.#ring = this.#pd.allocate(sizes.recvBufferSize, ['LOCAL_WRITE', 'REMOTE_WRITE']);
       this.#target = this.#pd.allocate(SGE_SIZE * TARGET_SGL_ENTRIES + 24 * sizes.iomapEntries, ['LOCAL_WRITE', 'REMOTE_WRITE']);
       this.#targetView = new DataView(this.#target.buffer.buffer, this.#target.buffer.byteOffset, this.#target.buffer.byteLength);
-      const sinkAt = this.#iomapSlotsAt() + IOMAP_SIZE * IOMAP_SLOTS;
-      this.#sinkAt = sinkAt;
+      const sinkAt = this.#sinkAt();
       this.#staging = this.#pd.allocate(sinkAt + SINK_SIZE, ['LOCAL_WRITE']);
       this.#stagingView = new DataView(this.#staging.buffer.buffer, this.#staging.buffer.byteOffset, this.#staging.buffer.byteLength);
       this.#dataWrite = this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', immediate: 0, remote: NOWHERE, offset: 0, length: 0 });
@@ -666,6 +663,11 @@ export class StreamConnection implements CompletionListener {
     return this.#sendBytes + SGE_SIZE * DEFAULTS.controlSlots;
   }
 
+  /** Where the sink starts in staging: after the iomap slots. */
+  #sinkAt(): number {
+    return this.#iomapSlotsAt() + IOMAP_SIZE * IOMAP_SLOTS;
+  }
+
   /**
    * rsockets' riomap(PROT_WRITE): registers `buffer` for remote writes and
    * queues its entry {offset, address, key, length} for the peer, sent
@@ -808,7 +810,7 @@ export class StreamConnection implements CompletionListener {
       this.#keepaliveSentAt = performance.now();
       this.#controlFree--;
       this.#track(KEEPALIVE);
-      (this.#keepaliveWrite ??= this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', remote: NOWHERE, offset: this.#sinkAt, length: 0 })).post();
+      (this.#keepaliveWrite ??= this.#qp.prepareSend(this.#staging, { opcode: 'RDMA_WRITE', remote: NOWHERE, offset: this.#sinkAt(), length: 0 })).post();
     }, periodMs);
     if (!this.#keepProcessAlive) this.#keepaliveTimer.unref();
   }

@@ -117,13 +117,6 @@ class RecordCopy {
   }
 }
 
-/** A plain object that zod built of primitives alone: freezing it fixes what it says. */
-const isRecordOfPrimitives = (value: unknown): value is Record<string, unknown> => {
-  if (!isPlainObject(value)) return false;
-  for (const key in value) if (!isPrimitive(value[key])) return false;
-  return true;
-};
-
 /** One flat input, copied, and what zod made of it. */
 class ParseMemo {
   private constructor(
@@ -147,7 +140,7 @@ class ParseMemo {
       const property = Object.getOwnPropertyDescriptor(input, key);
       if (!property || !('value' in property)) return undefined;
       const value: unknown = property.value;
-      const record = isPlainObject(value) ? RecordCopy.of(value) : undefined;
+      const record = RecordCopy.of(value);
       if (!isPrimitive(value) && !isInstance(value) && record === undefined) return undefined;
       // Only an instance zod passed through may be swapped for another of its kind; the rest must stay the same.
       const passedThrough = record === undefined && !isPrimitive(value) && (output as Record<string, unknown>)[key] === value;
@@ -155,13 +148,13 @@ class ParseMemo {
       keys.push(key);
       values.push(record ?? value);
     }
-    // An instance must come out as it went in, and what zod built must be a record of primitives, which is frozen too.
-    const built: Record<string, unknown>[] = [];
+    // An instance must come out as it went in, and what zod built must be a record of primitives (freezing it fixes what it says).
+    const built: object[] = [];
     for (const key in output) {
       const value = output[key];
       if (isPrimitive(value) || (isInstance(value) && value === input[key])) continue;
-      if (!isRecordOfPrimitives(value) || value === input[key]) return undefined;
-      built.push(value);
+      if (value === input[key] || RecordCopy.of(value) === undefined) return undefined;
+      built.push(value as object);
     }
     for (const record of built) Object.freeze(record);
     return new ParseMemo(keys, values, prototypes, Object.freeze(output));
