@@ -37,6 +37,19 @@ export class RdmaNetCodeError extends Error {
 }
 
 /**
+ * Every address autoSelectFamily tried failed: node:net's AggregateError,
+ * whose `code` is the first failure's, with each attempt's error in `errors`.
+ */
+export class RdmaNetAggregateError extends AggregateError {
+  readonly code: string;
+  constructor(errors: readonly Error[]) {
+    super(errors, errors.map((error) => error.message).join('; '));
+    this.code = (errors[0] as { code?: string } | undefined)?.code ?? 'ECONNREFUSED';
+    this.name = 'AggregateError';
+  }
+}
+
+/**
  * What a connection failure means in node:net's terms. The resolver's own
  * errors (ENOTFOUND, EAI_AGAIN: syscall 'getaddrinfo') are node:net's too,
  * and pass on as they are, as does an argument the safe API refused (an IPv6

@@ -1,11 +1,13 @@
 // The options of rdmacm/net, validated with zod before anything native, and
 // node:net's argument overloads normalised in one place. node:net options that
 // mean nothing over RDMA are refused by name, never silently ignored.
-import { isIP } from 'node:net';
+import dns from 'node:dns';
+import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
 import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
 import { abortSignal, argumentError, bytes, instanceCheck, isViewOrProxyOfOne, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
+import type { LookupFunction } from './destinations.js';
 import { DEFAULTS } from './wire.js';
 
 /** RDMA-specific sizes of one connection (the defaults are rsockets' own), and how it waits for completions. */
@@ -113,15 +115,10 @@ const host = z.string().refine((name) => name.length >= 1 && name.length <= 255,
 const REFUSED: Record<string, string> = {
   fd: 'an RDMA socket has no file descriptor to adopt',
   path: 'IPC paths are not RDMA: use host and port',
-  lookup: 'a custom lookup is not supported: pass a numeric host, or a name the system resolver knows',
-  autoSelectFamily: 'autoSelectFamily is not supported: rdma_cm connects to the first address',
-  autoSelectFamilyAttemptTimeout: 'autoSelectFamily is not supported',
-  hints: 'lookup hints are not supported',
   exclusive: 'cluster mode is not supported',
   reusePort: 'reusePort is not supported by rdma_cm',
   readableAll: 'IPC permissions do not apply',
   writableAll: 'IPC permissions do not apply',
-  blockList: 'blockList is not supported yet',
 };
 
 /** Refuses the node:net options that do not apply, naming each. */
@@ -158,6 +155,10 @@ export const onreadSchema = anObjectNotAView.pipe(z.strictObject({
 type OnreadTied = Holds<InputIs<typeof onreadSchema, RdmaOnread>>;
 export type ResolvedOnread = z.output<typeof onreadSchema>;
 
+/** The hints dns.lookup takes. */
+const LOOKUP_HINTS = dns.ADDRCONFIG | dns.V4MAPPED | dns.ALL;
+const blockList = instanceCheck<BlockList>((value) => value instanceof BlockList, 'expected a net.BlockList');
+
 /** What connect() and createConnection() take. */
 export interface RdmaConnectOptions {
   /** The peer's port, 0–65535 (rdma_cm's TCP port space: rsockets' tools use 7471 and 7427). */
@@ -177,8 +178,24 @@ export interface RdmaConnectOptions {
    * @defaultValue 0 (rdma_cm picks one)
    */
   readonly localPort?: number;
-  /** 0 (any family), or 4 or 6 to restrict name resolution. @defaultValue 0 */
-  readonly family?: 0 | 4 | 6;
+  /** 0 (any family), or 4 or 6 (node:net's 'IPv4', 'IPv6' too) to restrict name resolution. @defaultValue 0 */
+  readonly family?: 0 | 4 | 6 | 'IPv4' | 'IPv6';
+  /** dns.lookup's hints: dns.ADDRCONFIG, dns.V4MAPPED and dns.ALL or'd. @defaultValue 0 (dns.ADDRCONFIG when family is 0 too, as node:net) */
+  readonly hints?: number;
+  /** Resolves a host name, with dns.lookup's signature (it is called with `all: true` under autoSelectFamily). @defaultValue dns.lookup */
+  readonly lookup?: LookupFunction;
+  /**
+   * Tries every address a name resolves to, one at a time, the families
+   * alternating (node:net's autoSelectFamily), with 'connectionAttempt',
+   * 'connectionAttemptFailed' and 'connectionAttemptTimeout' events; not with
+   * localAddress or a family.
+   * @defaultValue net.getDefaultAutoSelectFamily() (true unless Node was told otherwise)
+   */
+  readonly autoSelectFamily?: boolean;
+  /** ms before an attempt that is not the last gives way to the next, 1–2147483647 (below 10 counts as 10, as node:net). @defaultValue net.getDefaultAutoSelectFamilyAttemptTimeout() (250) */
+  readonly autoSelectFamilyAttemptTimeout?: number;
+  /** Addresses never to connect to: a blocked one fails with ERR_IP_BLOCKED before anything native. @defaultValue none */
+  readonly blockList?: BlockList;
   /** Idle timeout in ms, 0–2147483647, as setTimeout(). @defaultValue 0 (none) */
   readonly timeout?: number;
   /** Bound on address and route resolution and the connection handshake, in ms, 1–2147483647. @defaultValue 10000 */
@@ -206,7 +223,12 @@ export const connectSchema = z.strictObject({
   host: host.default('localhost'),
   localAddress: z.string().refine((a) => isIP(a) !== 0, 'a numeric IP address').optional(),
   localPort: port.optional(),
-  family: z.union([z.literal(0), z.literal(4), z.literal(6)]).default(0),
+  family: z.union([z.literal(0), z.literal(4), z.literal(6), z.literal('IPv4').transform(() => 4 as const), z.literal('IPv6').transform(() => 6 as const)]).default(0),
+  hints: z.number().int().refine((hints) => hints >= 0 && hints <= LOOKUP_HINTS && (hints & ~LOOKUP_HINTS) === 0, 'dns.ADDRCONFIG, dns.V4MAPPED and dns.ALL, or\'d').default(0),
+  lookup: aFunction<LookupFunction>().optional(),
+  autoSelectFamily: z.boolean().optional(),
+  autoSelectFamilyAttemptTimeout: timeoutMs.min(1).optional(),
+  blockList: blockList.optional(),
   timeout: timeoutMs.default(0),
   connectTimeout: timeoutMs.min(1).default(10_000),
   allowHalfOpen: z.boolean().default(false),
@@ -244,9 +266,12 @@ export interface RdmaServerOptions {
   readonly onread?: RdmaOnread;
   /** Sizes of every accepted connection. @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
+  /** Clients never to accept: a request from a blocked address is rejected before anything is built for it, and 'drop' says why (ERR_IP_BLOCKED). @defaultValue none */
+  readonly blockList?: BlockList;
 }
 
 export const serverSchema = z.strictObject({
+  blockList: blockList.optional(),
   allowHalfOpen: z.boolean().default(false),
   pauseOnConnect: z.boolean().default(false),
   noDelay: z.boolean().default(true),

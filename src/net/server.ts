@@ -9,6 +9,7 @@ import process from 'node:process';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { EventConnParam } from '../api/cm/cm-event.js';
 import { InvalidThisError, ResourceClosedError } from '../api/core/errors.js';
+import { blockedError } from './destinations.js';
 import { ChannelHold } from './shared-channel.js';
 import { RdmaSocket, attachAcceptedSocket, socketEvents } from './socket.js';
 import { StreamConnection } from './stream-connection.js';
@@ -22,14 +23,14 @@ import {
 
 const maxConnectionsSchema = z.number().int().min(0).max(0x7fffffff).optional();
 
-/** What a 'drop' event says: a connection refused (maxConnections reached, or not rsockets). */
+/** What a 'drop' event says: a connection refused (maxConnections reached, a blocked address, or not rsockets). */
 export interface DropInfo {
   readonly localAddress: string | undefined;
   readonly localPort: number | undefined;
   readonly remoteAddress: string | undefined;
   readonly remotePort: number | undefined;
   readonly remoteFamily: string | undefined;
-  /** Why, when it was not maxConnections: e.g. an RdmaProtocolError for a peer that is not rsockets. */
+  /** Why, when it was not maxConnections: ERR_IP_BLOCKED for an address the server's blockList blocks, an RdmaProtocolError for a peer that is not rsockets. */
   readonly error?: Error;
 }
 
@@ -173,6 +174,9 @@ export class RdmaServer extends EventEmitter {
         ...(error ? { error } : {}),
       } satisfies DropInfo);
     };
+    // Rejected before anything is built for it, as node:net's server closes a blocked client's handle at once.
+    const blocked = remote && blockedError(this.#options.blockList, { address: remote.address, family: remote.family === 'IPv4' ? 4 : 6 });
+    if (blocked) return drop(blocked);
     if (this.#maxConnections !== undefined && this.#connections.size >= this.#maxConnections) return drop();
     let peer: ConnData;
     try {

@@ -8,8 +8,7 @@ import { Buffer } from 'node:buffer';
 import { EventEmitter } from 'node:events';
 import process from 'node:process';
 import { Duplex } from 'node:stream';
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { getDefaultAutoSelectFamily, getDefaultAutoSelectFamilyAttemptTimeout } from 'node:net';
 import { isUint8Array } from 'node:util/types';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { SocketAddress } from '../api/cm/socket-address.js';
@@ -19,6 +18,8 @@ import {
 import { abortError, InvalidThisError } from '../api/core/errors.js';
 import { guardInherited } from './inherited-guard.js';
 import { ChannelHold } from './shared-channel.js';
+import { connectInTurn } from './connect-attempts.js';
+import { blockedError, lookupDestinations, type Destination } from './destinations.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError, connectFailure } from './errors.js';
@@ -162,6 +163,7 @@ export class RdmaSocket extends Duplex {
   #local: SocketAddress | undefined;
   #bytesRead = 0;
   #bytesWritten = 0;
+  #attemptedAddresses: string[] | undefined;
   /** node:net's noDelay: there is no Nagle here (writes wait only while a message's worth is in flight), so it is kept only to report. */
   noDelay = true;
 
@@ -285,35 +287,91 @@ export class RdmaSocket extends Duplex {
   }
 
   async #connect(o: ResolvedConnect): Promise<void> {
-    let address = o.host;
     if (this.destroyed) return;
     try {
-      if (isIP(address) === 0) address = (await lookup(o.host, { family: o.family })).address;
+      // node:net's autoSelectFamily: every address of a name, unless the family or the local address is fixed.
+      const all = (o.autoSelectFamily ?? getDefaultAutoSelectFamily()) && o.family === 0 && o.localAddress === undefined;
+      const destinations = await lookupDestinations(this, { host: o.host, port: o.port, family: o.family, hints: o.hints, lookup: o.lookup, all });
       if (this.destroyed) return;
-      const hold = (this.#hold = new ChannelHold());
-      hold.setKeepAlive(this.#keepProcessAlive);
-      const id = (this.#id = createId(hold.channel, { portSpace: 'TCP' }));
-      const wait = { timeoutMs: o.connectTimeout, ...(o.signal ? { signal: o.signal } : {}) };
-      const source = o.localAddress ? { source: { address: o.localAddress, port: o.localPort ?? 0 } } : {};
-      await id.resolveAddr({ address, port: o.port }, { ...wait, ...source });
-      await id.resolveRoute(wait);
-      if (this.destroyed) return;
-      const conn = new StreamConnection(id, o.rdma, this.#events);
-      this.#conn = conn;
-      // rsockets' active side: flow control, retries forever on RNR, no RDMA reads.
-      const established = await id.connect(
-        { privateData: conn.connData(), responderResources: 0, initiatorDepth: 0, flowControl: 1, retryCount: 7, rnrRetryCount: 7 }, wait,
-      );
-      if (this.destroyed) return;
-      this.#start(conn, decodeConnData(established.privateData));
+      let peer: ConnData | undefined;
+      if (destinations.length === 1) {
+        const blocked = blockedError(o.blockList, destinations[0]!);
+        if (blocked) throw blocked;
+        peer = await this.#attempt(destinations[0]!, o, undefined);
+      } else {
+        const attempted = (this.#attemptedAddresses = []);
+        const attemptTimeoutMs = Math.max(10, o.autoSelectFamilyAttemptTimeout ?? getDefaultAutoSelectFamilyAttemptTimeout());
+        const plan = { port: o.port, attemptTimeoutMs, blockList: o.blockList, attempted };
+        peer = await connectInTurn(this, destinations, plan, (destination, abandoned) => this.#attempt(destination, o, abandoned), () => this.destroyed);
+      }
+      if (this.destroyed || !peer) return;
+      this.#start(this.#conn!, peer);
       this.#connecting = false;
       this.emit('connect');
       this.emit('ready');
     } catch (error) {
       this.#connecting = false;
       if (this.destroyed) return;
-      this.destroy(error instanceof ProtocolError ? error : connectFailure(error, address, o.port));
+      this.destroy(error as Error);
     }
+  }
+
+  /**
+   * One connection attempt to `destination`: the peer's connection data, or
+   * undefined if the socket was destroyed meanwhile (its _destroy releases
+   * what was made). A failure is node:net's error for it, and an attempt
+   * that may give way to another (`abandoned` given) releases what it made
+   * first.
+   */
+  async #attempt(destination: Destination, o: ResolvedConnect, abandoned: AbortSignal | undefined): Promise<ConnData | undefined> {
+    const { address } = destination;
+    const signal = abandoned && o.signal ? AbortSignal.any([o.signal, abandoned]) : abandoned ?? o.signal;
+    try {
+      const hold = (this.#hold = new ChannelHold());
+      hold.setKeepAlive(this.#keepProcessAlive);
+      const id = (this.#id = createId(hold.channel, { portSpace: 'TCP' }));
+      const wait = { timeoutMs: o.connectTimeout, ...(signal ? { signal } : {}) };
+      const source = o.localAddress ? { source: { address: o.localAddress, port: o.localPort ?? 0 } } : {};
+      await id.resolveAddr({ address, port: o.port }, { ...wait, ...source });
+      await id.resolveRoute(wait);
+      if (this.destroyed) return undefined;
+      const conn = new StreamConnection(id, o.rdma, this.#events);
+      this.#conn = conn;
+      // rsockets' active side: flow control, retries forever on RNR, no RDMA reads.
+      const established = await id.connect(
+        { privateData: conn.connData(), responderResources: 0, initiatorDepth: 0, flowControl: 1, retryCount: 7, rnrRetryCount: 7 }, wait,
+      );
+      if (this.destroyed) return undefined;
+      return decodeConnData(established.privateData);
+    } catch (error) {
+      if (this.destroyed) return undefined;
+      if (abandoned) this.#releaseAttempt();
+      throw error instanceof ProtocolError ? error : connectFailure(error, address, o.port);
+    }
+  }
+
+  /** Releases a failed attempt's id, connection and channel, so the next attempt starts clean. */
+  #releaseAttempt(): void {
+    const conn = this.#conn;
+    const id = this.#id;
+    const hold = this.#hold;
+    this.#conn = this.#id = this.#hold = undefined;
+    try {
+      if (conn) conn.release();
+      else id?.close();
+    } catch {
+      // an id the peer or the abort already took down: nothing more to release
+    }
+    hold?.release();
+  }
+
+  /**
+   * node:net's autoSelectFamilyAttemptedAddresses: `address:port` of each
+   * address tried, when the host's name resolved to more than one.
+   */
+  get autoSelectFamilyAttemptedAddresses(): string[] | undefined {
+    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    return this.#attemptedAddresses;
   }
 
   static {

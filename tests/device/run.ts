@@ -6,7 +6,7 @@
 import { after } from 'node:test';
 import { hasDevice, testDevice } from '../support/device.js';
 
-const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-ipv6', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
+const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-ipv6', 'net-destinations', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');

@@ -22,7 +22,8 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
-import { isIP } from 'node:net';
+import dns from 'node:dns';
+import { BlockList, isIP } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import fc from 'fast-check';
 import { RdmaServer, RdmaSocket, connect, createConnection, createServer } from '../../src/net/index.js';
@@ -62,6 +63,7 @@ type Rule = (value: unknown) => boolean;
 type Rules = Readonly<Record<string, Rule>>;
 
 const MAX_MS = 2 ** 31 - 1;
+const LOOKUP_HINTS = dns.ADDRCONFIG | dns.V4MAPPED | dns.ALL;
 const isInt = (value: unknown, min: number, max: number): value is number => typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max;
 const isBool: Rule = (value) => typeof value === 'boolean';
 const isMs: Rule = (value) => isInt(value, 0, MAX_MS);
@@ -94,18 +96,17 @@ const isOnread: Rule = (value) => !(ArrayBuffer.isView(value) || value instanceo
   && brokenAt(value, ONREAD_RULES, '', ['buffer', 'callback']) === undefined;
 const STREAM_RULES: Rules = { allowHalfOpen: isBool, highWaterMark: (v) => isInt(v, 1, Number.MAX_SAFE_INTEGER), onread: isOnread, rdma: keeps(SIZE_RULES) };
 const ACCEPTED_RULES: Rules = { ...STREAM_RULES, noDelay: isBool, keepAlive: isBool, keepAliveInitialDelay: isMs };
-const SERVER_RULES: Rules = { ...ACCEPTED_RULES, pauseOnConnect: isBool };
+const SERVER_RULES: Rules = { ...ACCEPTED_RULES, pauseOnConnect: isBool, blockList: (v) => v instanceof BlockList };
 const CONNECT_RULES: Rules = {
   ...ACCEPTED_RULES, port: isPort, host: isHost, localAddress: (v) => typeof v === 'string' && isIP(v) !== 0, localPort: isPort,
-  family: (v) => v === 0 || v === 4 || v === 6, timeout: isMs, connectTimeout: (v) => isInt(v, 1, MAX_MS), signal: isSignal,
+  family: (v) => v === 0 || v === 4 || v === 6 || v === 'IPv4' || v === 'IPv6', timeout: isMs, connectTimeout: (v) => isInt(v, 1, MAX_MS), signal: isSignal,
+  hints: (v) => isInt(v, 0, LOOKUP_HINTS) && (v & ~LOOKUP_HINTS) === 0, lookup: (v) => typeof v === 'function',
+  autoSelectFamily: isBool, autoSelectFamilyAttemptTimeout: (v) => isInt(v, 1, MAX_MS), blockList: (v) => v instanceof BlockList,
 };
 const LISTEN_RULES: Rules = { port: isPort, host: isHost, backlog: isMs, signal: isSignal, ipv6Only: isBool };
 const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal };
 /** node:net's options that mean nothing over RDMA, refused by name (docs/net.md). */
-const REFUSED = [
-  'fd', 'path', 'lookup', 'autoSelectFamily', 'autoSelectFamilyAttemptTimeout', 'hints', 'exclusive', 'reusePort',
-  'readableAll', 'writableAll', 'blockList',
-];
+const REFUSED = ['fd', 'path', 'exclusive', 'reusePort', 'readableAll', 'writableAll'];
 
 /**
  * Where an options object breaks its rules: the path its refusal must name
@@ -146,7 +147,7 @@ const VALID_SIZES: Record<string, fc.Arbitrary<unknown>> = {
   maxMessageSize: fc.integer({ min: 1, max: 1 << 23 }),
 };
 /** Values of each key that break it, beyond the general hostile ones: names outside the set. */
-const EXTRA_HOSTILE: Record<string, fc.Arbitrary<unknown>> = { completionMode: badEnum(COMPLETION_MODES), family: fc.constantFrom(1, 5, '4', 'IPv4') };
+const EXTRA_HOSTILE: Record<string, fc.Arbitrary<unknown>> = { completionMode: badEnum(COMPLETION_MODES), family: fc.constantFrom(1, 5, '4', 'ipv4'), hints: fc.constantFrom(999, -1, 1.5) };
 
 /**
  * An options object: each key absent, valid, or (a fifth of the time) hostile,
@@ -171,10 +172,28 @@ const VALID_ONREAD = {
 const onreadObject = fc.oneof({ arbitrary: fc.record(VALID_ONREAD), weight: 5 }, { arbitrary: optionsObject(VALID_ONREAD), weight: 1 });
 const VALID_STREAM = { allowHalfOpen: fc.boolean(), highWaterMark: fc.integer({ min: 1, max: 2 ** 31 }), onread: onreadObject, rdma: rdmaObject };
 const VALID_ACCEPTED = { ...VALID_STREAM, noDelay: fc.boolean(), keepAlive: fc.boolean(), keepAliveInitialDelay: ms };
-const serverOptions = optionsObject({ ...VALID_ACCEPTED, pauseOnConnect: fc.boolean() });
+const blockLists = fc.constantFrom('127.0.0.1', '10.0.0.2', '::1').map((address) => {
+  const list = new BlockList();
+  list.addAddress(address, address.includes(':') ? 'ipv6' : 'ipv4');
+  return list;
+});
+/** Custom lookups: an answer in node:net's shape (one address, or all of them), an address that is none, a resolver's error, an answer twice. */
+const lookups = fc.constantFrom<((host: string, options: { all?: boolean }, cb: (...a: unknown[]) => void) => void)[]>(
+  (_host, options, cb) => (options.all ? cb(null, [{ address: '10.0.0.2', family: 4 }, { address: 'fe80::1', family: 6 }]) : cb(null, '10.0.0.2', 4)),
+  (_host, _options, cb) => cb(null, '127.0.0.1', 4),
+  (_host, _options, cb) => cb(null, 'no address', 4),
+  (_host, _options, cb) => cb(Object.assign(new Error('getaddrinfo ENOTFOUND fuzz'), { code: 'ENOTFOUND', syscall: 'getaddrinfo' })),
+  (_host, _options, cb) => {
+    cb(null, '::1', 6);
+    cb(null, '::1', 6);
+  },
+);
+const serverOptions = optionsObject({ ...VALID_ACCEPTED, pauseOnConnect: fc.boolean(), blockList: blockLists });
 const connectOptions = optionsObject({
   ...VALID_ACCEPTED, port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), localAddress: fc.constantFrom('127.0.0.1', '::1'),
-  localPort: fc.integer({ min: 0, max: 65535 }), family: fc.constantFrom(0, 4, 6), timeout: ms, connectTimeout: fc.integer({ min: 1, max: MAX_MS }), signal: signals,
+  localPort: fc.integer({ min: 0, max: 65535 }), family: fc.constantFrom(0, 4, 6, 'IPv4', 'IPv6'), timeout: ms,
+  hints: fc.constantFrom(0, dns.ADDRCONFIG, dns.V4MAPPED | dns.ALL), lookup: lookups, autoSelectFamily: fc.boolean(),
+  autoSelectFamilyAttemptTimeout: fc.integer({ min: 1, max: MAX_MS }), blockList: blockLists, connectTimeout: fc.integer({ min: 1, max: MAX_MS }), signal: signals,
 });
 const listenOptions = optionsObject({ port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), backlog: ms, signal: signals, ipv6Only: fc.boolean() });
 const socketOptions = optionsObject({ ...VALID_STREAM, signal: signals });
