@@ -53,6 +53,6 @@ export {
 
 // Sockets over RDMA (also as 'rdmacm/net').
 export {
-  RdmaSocket, RdmaServer, connect, createConnection, createServer, RdmaNetError, RdmaNetCodeError, RdmaProtocolError,
-  type RdmaSocketOptions, type DropInfo, type RdmaConnectOptions, type RdmaListenOptions, type RdmaOnread, type RdmaServerOptions, type RdmaSocketSizes,
+  RdmaSocket, RdmaServer, RdmaAgent, RdmaHttpsAgent, connect, createConnection, createServer, RdmaNetError, RdmaNetCodeError, RdmaNetAggregateError,
+  RdmaProtocolError, type RdmaAgentRdmaOptions, type LookupFunction, type RdmaSocketOptions, type DropInfo, type RdmaConnectOptions, type RdmaListenOptions, type RdmaOnread, type RdmaServerOptions, type RdmaSocketSizes,
 } from './net/index.js';

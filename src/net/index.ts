@@ -3,6 +3,7 @@
 // rdma-core's own rsocket programs (rstream, riostream, rcopy).
 export { RdmaSocket, connect, connect as createConnection, type RdmaSocketOptions, type RdmaMapping } from './socket.js';
 export { RdmaServer, createServer, type DropInfo } from './server.js';
+export { RdmaAgent, RdmaHttpsAgent, type RdmaAgentRdmaOptions } from './agent.js';
 export { RdmaNetError, RdmaNetCodeError, RdmaNetAggregateError } from './errors.js';
 export { InvalidThisError } from '../api/core/errors.js';
 export { ProtocolError as RdmaProtocolError } from './wire.js';

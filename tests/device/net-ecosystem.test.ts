@@ -9,13 +9,14 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import tls from 'node:tls';
-import { RdmaSocket, connect, createServer, type RdmaServer } from '../../src/net/index.js';
+import { RdmaAgent, RdmaHttpsAgent, RdmaSocket, connect, createServer, type RdmaServer } from '../../src/net/index.js';
 import { within } from '../support/within.js';
 import { deviceAddress } from '../support/device.js';
 
@@ -112,13 +113,15 @@ interface Reply {
   readonly reused: boolean;
 }
 
-/** One http.request, its body written and the whole reply read. */
-function request(options: http.RequestOptions, body?: Buffer): Promise<Reply> {
+/** One http.request (or https.request), its body written and the whole reply read. */
+function request(options: http.RequestOptions, body?: Buffer, send: typeof http.request = http.request): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request(options, (res) => {
+    const req = send(options, (res) => {
+      // Taken now: once the reply has ended, a keep-alive agent takes the socket back and res.socket is null.
+      const socket = res.socket;
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString(), socket: res.socket, reused: req.reusedSocket }));
+      res.on('end', () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks).toString(), socket, reused: req.reusedSocket }));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -235,6 +238,48 @@ test('tls: tls.connect({ socket }) to new tls.TLSSocket(socket, { isServer: true
   }
   // The first client's abort may surface on the server as a TLS alert; nothing else may.
   for (const error of serverErrors) assert.match(String((error as { code?: string }).code ?? error.message), /ERR_SSL|ECONNRESET|EPIPE|alert/i);
+});
+
+test('RdmaAgent and RdmaHttpsAgent: http.get and https.get unchanged but for the agent; keep-alive reuses the socket; the certificate is verified', { timeout: 180_000 }, async () => {
+  const { key, cert } = selfSigned();
+  const handler = (req: http.IncomingMessage, res: http.ServerResponse) => res.end(JSON.stringify({ url: req.url, secure: 'encrypted' in req.socket }));
+  const plain = http.createServer(handler);
+  const secure = https.createServer({ key, cert }, handler);
+  // allowHalfOpen for TLS, as above; https.Server wraps each socket it is given, as tls.Server does.
+  const plainServer = createServer((socket) => plain.emit('connection', socket));
+  const secureServer = createServer({ allowHalfOpen: true }, (socket) => secure.emit('connection', socket));
+  const plainPort = await listening(plainServer);
+  const securePort = await listening(secureServer);
+  const host = deviceAddress();
+  const agent = new RdmaAgent({ keepAlive: true, maxSockets: 1 });
+  const secureAgent = new RdmaHttpsAgent({ keepAlive: true, maxSockets: 1, ca: cert, servername: 'rdmacm-test' });
+  try {
+    const first = await request({ host, port: plainPort, path: '/one', agent });
+    const second = await request({ host, port: plainPort, path: '/two', agent });
+    assert.deepEqual([JSON.parse(first.body), JSON.parse(second.body)], [{ url: '/one', secure: false }, { url: '/two', secure: false }]);
+    assert.ok(first.socket instanceof RdmaSocket);
+    assert.equal(second.reused, true);
+    assert.equal(second.socket, first.socket);
+
+    const secureFirst = await request({ host, port: securePort, path: '/three', agent: secureAgent }, undefined, https.request);
+    const secureSecond = await request({ host, port: securePort, path: '/four', agent: secureAgent }, undefined, https.request);
+    assert.deepEqual([JSON.parse(secureFirst.body), JSON.parse(secureSecond.body)], [{ url: '/three', secure: true }, { url: '/four', secure: true }]);
+    const tlsSocket = secureFirst.socket as tls.TLSSocket;
+    assert.ok(tlsSocket instanceof tls.TLSSocket);
+    assert.equal(tlsSocket.authorized, true);
+    assert.equal(tlsSocket.getPeerCertificate().subject.CN, 'rdmacm-test');
+    assert.equal(secureSecond.reused, true);
+    // Without the certificate as a CA, https refuses the server, over RDMA as over TCP.
+    const untrusting = new RdmaHttpsAgent({ servername: 'rdmacm-test' });
+    const refused = await request({ host, port: securePort, path: '/five', agent: untrusting }, undefined, https.request).then(() => undefined, (error: unknown) => error);
+    untrusting.destroy();
+    assert.equal((refused as { code?: string } | undefined)?.code, 'DEPTH_ZERO_SELF_SIGNED_CERT', String(refused));
+  } finally {
+    agent.destroy();
+    secureAgent.destroy();
+    await closeServer(plainServer);
+    await closeServer(secureServer);
+  }
 });
 
 test('for await (const chunk of socket): a slow consumer gets 3 MiB intact; breaking out destroys the socket and the server sees it close', { timeout: 180_000 }, async () => {

@@ -16,7 +16,7 @@ import {
   AddrInfo, AddressHandle, CmId, CompletionChannel, CompletionQueue, DeviceContext, EventChannel, InvalidThisError, MemoryRegion,
   PreparedRecv, PreparedRecvChain, PreparedSend, PreparedSendChain, ProtectionDomain, QueuePair, SharedReceiveQueue,
 } from '../../src/index.js';
-import { InvalidThisError as NetInvalidThisError, RdmaServer, RdmaSocket } from '../../src/net/index.js';
+import { InvalidThisError as NetInvalidThisError, RdmaAgent, RdmaHttpsAgent, RdmaServer, RdmaSocket } from '../../src/net/index.js';
 import { childJson } from '../support/child-module.js';
 
 /** The receivers a caller can forge: the prototype alone, a shaped object given it, a Proxy of either. */
@@ -81,6 +81,11 @@ const rows: { name: string; call: (self: object) => unknown; prototype: object; 
   { name: 'PreparedRecvChain.post', call: (s) => (s as PreparedRecvChain).post(), prototype: PreparedRecvChain.prototype, type: 'PreparedRecvChain' },
   { name: 'RdmaSocket.write', call: (s) => (s as RdmaSocket).write('x'), prototype: RdmaSocket.prototype, type: 'RdmaSocket' },
   { name: 'RdmaServer.listen', call: (s) => (s as RdmaServer).listen(0), prototype: RdmaServer.prototype, type: 'RdmaServer' },
+  { name: 'RdmaAgent.createConnection', call: (s) => (s as RdmaAgent).createConnection({ host: '192.0.2.1', port: 1 }), prototype: RdmaAgent.prototype, type: 'RdmaAgent' },
+  {
+    name: 'RdmaHttpsAgent.createConnection', call: (s) => (s as RdmaHttpsAgent).createConnection({ host: '192.0.2.1', port: 1 }),
+    prototype: RdmaHttpsAgent.prototype, type: 'RdmaHttpsAgent',
+  },
   // Inherited members name the class that defines them, as Node's do (EventTarget's on a forged AbortSignal).
   { name: 'QueuePair.close (Resource\'s)', call: (s) => (s as QueuePair).close(), prototype: QueuePair.prototype, type: 'Resource' },
   // The getter itself: a shaped object's own `closed` would shadow it.
