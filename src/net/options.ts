@@ -92,22 +92,28 @@ export type ResolvedSizes = z.output<typeof sizesSchema>;
 /** rsockets' sizes, resolved once. */
 export const DEFAULT_SIZES: ResolvedSizes = Object.freeze(sizesSchema.parse({}));
 
+/** A port given as a string of digits, as node:net takes one (from argv, a URL, http's options). */
+const DIGITS = /^\d+$/;
+
 /**
- * node:net's rule and code for a port: any value but an integer 0–65535 is
- * ERR_SOCKET_BAD_PORT; where `missing` is given, an absent port breaks that
- * rule instead, as node:net's listen(options) without a port does
- * (ERR_INVALID_ARG_VALUE).
+ * node:net's rule and code for a port: any value but an integer 0–65535 (or,
+ * where `digits` allows, a string of its digits) is ERR_SOCKET_BAD_PORT;
+ * where `missing` is given, an absent port breaks that rule instead, as
+ * node:net's listen(options) without a port does (ERR_INVALID_ARG_VALUE).
  */
-const portRule = (missing?: string) => z.custom<number>().superRefine((value, context) => {
-  if (Number.isInteger(value) && value >= 0 && value <= 65535) return;
+const portRule = <Input extends number | string>(missing?: string, digits = true) => z.custom<Input>().superRefine((value, context) => {
+  const number = digits && typeof value === 'string' && DIGITS.test(value) ? Number(value) : value;
+  if (Number.isInteger(number) && (number as number) >= 0 && (number as number) <= 65535) return;
   const absent = value === undefined && missing !== undefined;
   context.addIssue({
     code: 'custom',
-    message: absent ? missing : 'a port is an integer 0–65535',
+    message: absent ? missing : digits ? 'a port is an integer 0–65535, or a string of its digits' : 'a port is an integer 0–65535',
     params: { code: absent ? 'ERR_INVALID_ARG_VALUE' : 'ERR_SOCKET_BAD_PORT' },
   });
-});
-const port = portRule();
+}).transform((value) => Number(value));
+const port = portRule<number | string>();
+/** node:net takes a local port as a number only. */
+const localPort = portRule<number>(undefined, false);
 // A refinement, not min/max: zod's length checks read the length of a non-string too (parseArgument catches what that throws, but names only 'options').
 const host = z.string().refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters');
 
@@ -161,8 +167,8 @@ const blockList = instanceCheck<BlockList>((value) => value instanceof BlockList
 
 /** What connect() and createConnection() take. */
 export interface RdmaConnectOptions {
-  /** The peer's port, 0–65535 (rdma_cm's TCP port space: rsockets' tools use 7471 and 7427). */
-  readonly port: number;
+  /** The peer's port, 0–65535, or a string of its digits as node:net takes it (rdma_cm's TCP port space: rsockets' tools use 7471 and 7427). */
+  readonly port: number | string;
   /**
    * The peer's host name or address, 1–255 characters.
    * @defaultValue 'localhost' (which no RDMA device serves: give the peer's address)
@@ -222,7 +228,7 @@ export const connectSchema = z.strictObject({
   port,
   host: host.default('localhost'),
   localAddress: z.string().refine((a) => isIP(a) !== 0, 'a numeric IP address').optional(),
-  localPort: port.optional(),
+  localPort: localPort.optional(),
   family: z.union([z.literal(0), z.literal(4), z.literal(6), z.literal('IPv4').transform(() => 4 as const), z.literal('IPv6').transform(() => 6 as const)]).default(0),
   hints: z.number().int().refine((hints) => hints >= 0 && hints <= LOOKUP_HINTS && (hints & ~LOOKUP_HINTS) === 0, 'dns.ADDRCONFIG, dns.V4MAPPED and dns.ALL, or\'d').default(0),
   lookup: aFunction<LookupFunction>().optional(),
@@ -286,8 +292,8 @@ export type ResolvedServer = z.output<typeof serverSchema>;
 
 /** What listen() takes. */
 export interface RdmaListenOptions {
-  /** The port to listen on, 0–65535 (0: rdma_cm picks one). Required, as node:net's listen(options) requires port (or path). */
-  readonly port: number;
+  /** The port to listen on, 0–65535 or a string of its digits (0: rdma_cm picks one). Required, as node:net's listen(options) requires port (or path). */
+  readonly port: number | string;
   /**
    * The address to listen on, 1–255 characters.
    * @defaultValue '::', every RDMA device's IPv4 and IPv6 addresses, as node:net's (or '0.0.0.0' where '::' cannot be bound)
@@ -306,7 +312,7 @@ export interface RdmaListenOptions {
 }
 
 export const listenSchema = z.strictObject({
-  port: portRule("listen(options) needs a port (node:net's needs a port or a path; 0 lets rdma_cm pick one)"),
+  port: portRule<number | string>("listen(options) needs a port (node:net's needs a port or a path; 0 lets rdma_cm pick one)"),
   host: host.optional(),
   backlog: z.number().int().min(0).max(0x7fffffff).default(511),
   signal: abortSignal.optional(),
@@ -347,16 +353,13 @@ function refuseExtra(operation: string, rest: readonly unknown[], taken: number,
   if (rest.slice(taken).some((value) => value !== undefined)) throw argumentError(operation, callbackName, 'expected a function (the last argument)', 'ERR_INVALID_ARG_TYPE');
 }
 
-/** A port given as a string of digits, as node:net takes it. */
-const portOf = (raw: string | number) => (typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw);
-
 /** connect()'s overloads, node:net's way: (options[, cb]) or (port[, host][, cb]). */
 export function normalizeConnectArgs(args: readonly unknown[]): { options: ResolvedConnect; callback: Callback | undefined } {
   const { rest, callback } = splitCallback(args);
   const first = rest[0];
   // connect() and connect(undefined, host) are the positional overload without a port, refused at options.port.
   const positional = typeof first === 'number' || typeof first === 'string' || first === undefined;
-  const raw = positional ? { port: first === undefined ? undefined : portOf(first), ...(rest[1] !== undefined ? { host: rest[1] } : {}) } : first;
+  const raw = positional ? { port: first, ...(rest[1] !== undefined ? { host: rest[1] } : {}) } : first;
   const options = parseOptions('connect', connectSchema, raw);
   refuseExtra('connect', rest, positional ? 2 : 1, 'connectListener');
   return { options, callback };
@@ -372,7 +375,7 @@ export function normalizeListenArgs(args: readonly unknown[]): { options: Resolv
   const hostArg = backlogSecond ? undefined : rest[1];
   const backlogArg = backlogSecond ? rest[1] : rest[2];
   const raw = positional
-    ? { port: first == null ? 0 : portOf(first), ...(hostArg !== undefined ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) }
+    ? { port: first == null ? 0 : first, ...(hostArg !== undefined ? { host: hostArg } : {}), ...(backlogArg !== undefined ? { backlog: backlogArg } : {}) }
     : first;
   const options = parseOptions('listen', listenSchema, raw);
   refuseExtra('listen', rest, !positional ? 1 : backlogSecond ? 2 : 3, 'listeningListener');

@@ -68,6 +68,8 @@ const isInt = (value: unknown, min: number, max: number): value is number => typ
 const isBool: Rule = (value) => typeof value === 'boolean';
 const isMs: Rule = (value) => isInt(value, 0, MAX_MS);
 const isPort: Rule = (value) => isInt(value, 0, 65535);
+/** A port as node:net takes one outside localPort: 0–65535, as a number or a string of digits. */
+const isPositionalPort: Rule = (value) => isPort(value) || (typeof value === 'string' && /^\d+$/.test(value) && Number(value) <= 65535);
 const isHost: Rule = (value) => typeof value === 'string' && value.length >= 1 && value.length <= 255;
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
 const isSignal: Rule = (value) => {
@@ -98,12 +100,12 @@ const STREAM_RULES: Rules = { allowHalfOpen: isBool, highWaterMark: (v) => isInt
 const ACCEPTED_RULES: Rules = { ...STREAM_RULES, noDelay: isBool, keepAlive: isBool, keepAliveInitialDelay: isMs };
 const SERVER_RULES: Rules = { ...ACCEPTED_RULES, pauseOnConnect: isBool, blockList: (v) => v instanceof BlockList };
 const CONNECT_RULES: Rules = {
-  ...ACCEPTED_RULES, port: isPort, host: isHost, localAddress: (v) => typeof v === 'string' && isIP(v) !== 0, localPort: isPort,
+  ...ACCEPTED_RULES, port: isPositionalPort, host: isHost, localAddress: (v) => typeof v === 'string' && isIP(v) !== 0, localPort: isPort,
   family: (v) => v === 0 || v === 4 || v === 6 || v === 'IPv4' || v === 'IPv6', timeout: isMs, connectTimeout: (v) => isInt(v, 1, MAX_MS), signal: isSignal,
   hints: (v) => isInt(v, 0, LOOKUP_HINTS) && (v & ~LOOKUP_HINTS) === 0, lookup: (v) => typeof v === 'function',
   autoSelectFamily: isBool, autoSelectFamilyAttemptTimeout: (v) => isInt(v, 1, MAX_MS), blockList: (v) => v instanceof BlockList,
 };
-const LISTEN_RULES: Rules = { port: isPort, host: isHost, backlog: isMs, signal: isSignal, ipv6Only: isBool };
+const LISTEN_RULES: Rules = { port: isPositionalPort, host: isHost, backlog: isMs, signal: isSignal, ipv6Only: isBool };
 const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal };
 /** node:net's options that mean nothing over RDMA, refused by name (docs/net.md). */
 const REFUSED = ['fd', 'path', 'exclusive', 'reusePort', 'readableAll', 'writableAll'];
@@ -218,8 +220,6 @@ interface Args {
 }
 const args = (list: readonly unknown[], refusedAt: string | undefined): Args => ({ args: list, refusedAt });
 
-/** A port as connect() and listen() take it positionally: 0–65535, as a number or a string of digits. */
-const isPositionalPort: Rule = (value) => isPort(value) || (typeof value === 'string' && /^\d+$/.test(value) && Number(value) <= 65535);
 const positionalPort = fc.oneof(fc.integer({ min: 0, max: 65535 }), fc.integer({ min: 0, max: 65535 }).map(String));
 /** What is not a port in the port's slot; objects and functions are left out: they choose the options and callback overloads. */
 const notPositionalPort = breaking(isPositionalPort).filter((value) => typeof value !== 'object' && typeof value !== 'function');

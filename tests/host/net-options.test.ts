@@ -23,6 +23,10 @@ test('connect() overloads: (port, host, cb), (port, cb), (options, cb)', () => {
   assert.equal(positional.options.host, '10.0.0.2');
   assert.equal(positional.callback, cb);
   assert.equal(normalizeConnectArgs([7471, cb]).options.host, 'localhost');
+  // As node:net: a port may be a string of digits, in the options too (http hands an agent the port of a URL or argv so).
+  assert.equal(normalizeConnectArgs([{ port: '8080', host: 'peer' }]).options.port, 8080);
+  assert.equal(normalizeListenArgs([{ port: '8080' }]).options.port, 8080);
+  assertRefusedAs(() => normalizeConnectArgs([{ port: 1, host: 'peer', localAddress: '10.0.0.1', localPort: '8080' }]), 'options.localPort', 'ERR_SOCKET_BAD_PORT');
   const fromOptions = normalizeConnectArgs([{ port: 7471, host: 'peer', rdma: { recvBufferSize: 1 << 20 } }]);
   assert.equal(fromOptions.options.rdma.recvBufferSize, 1 << 20);
   assert.equal(fromOptions.options.rdma.sendBufferSize, 131072, 'rsockets\' default');
