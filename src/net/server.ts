@@ -4,7 +4,8 @@
 // accepts (as rsockets does), and hands out an RdmaSocket per connection.
 import { Buffer } from 'node:buffer';
 import { EventEmitter } from 'node:events';
-import { isIPv4 } from 'node:net';
+import dns from 'node:dns';
+import { isIP, isIPv4 } from 'node:net';
 import process from 'node:process';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { EventConnParam } from '../api/cm/cm-event.js';
@@ -67,6 +68,8 @@ export class RdmaServer extends EventEmitter {
   readonly #connections = new Set<RdmaSocket>();
   #address: { address: string; family: string; port: number } | undefined;
   #closing = false;
+  /** A listen() whose host name is being looked up; close() abandons it. */
+  #lookup: AbortController | undefined;
   #keepProcessAlive = true;
 
   constructor(options?: RdmaServerOptions | ((socket: RdmaSocket) => void), connectionListener?: (socket: RdmaSocket) => void) {
@@ -108,11 +111,24 @@ export class RdmaServer extends EventEmitter {
   listen(...args: unknown[]): this {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
     const { options, callback } = normalizeListenArgs(args);
-    if (this.#listener) throw new RdmaNetCodeError('ERR_SERVER_ALREADY_LISTEN', 'listen() was called more than once: close() first');
+    if (this.#listener || this.#lookup) throw new RdmaNetCodeError('ERR_SERVER_ALREADY_LISTEN', 'listen() was called more than once: close() first');
     if (callback) this.once('listening', callback as () => void);
     this.#closing = false;
-    this.#listen(options);
+    if (options.host === undefined || isIP(options.host) !== 0) this.#listen(options);
+    else this.#lookupAndListen(options, options.host);
     return this;
+  }
+
+  /** A host name is looked up first, as node:net's listen does (its first address); a resolver's error is the server's 'error', as it is. */
+  #lookupAndListen(o: ResolvedListen, name: string): void {
+    // A placeholder, so that a second listen() is refused while the name resolves.
+    const pending = (this.#lookup = new AbortController());
+    dns.lookup(name, (error, address) => {
+      if (pending.signal.aborted) return;
+      this.#lookup = undefined;
+      if (error) this.emit('error', error);
+      else this.#listen({ ...o, host: address });
+    });
   }
 
   #listen(o: ResolvedListen): void {
@@ -244,6 +260,9 @@ export class RdmaServer extends EventEmitter {
   close(callback?: (error?: Error) => void): this {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
     optionalCallback('close', 'callback', callback);
+    // Closed while its host name resolves: it never listens.
+    this.#lookup?.abort();
+    this.#lookup = undefined;
     if (!this.#listener || this.#closing) {
       if (callback) process.nextTick(() => callback(new RdmaNetCodeError('ERR_SERVER_NOT_RUNNING', 'Server is not running.')));
       return this;
@@ -285,6 +304,8 @@ export class RdmaServer extends EventEmitter {
   /** `await using server = …`: closes it and waits for 'close'. */
   async [Symbol.asyncDispose](): Promise<void> {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    this.#lookup?.abort();
+    this.#lookup = undefined;
     if (!this.#listener) return;
     await new Promise<void>((resolve) => this.close(() => resolve()));
   }

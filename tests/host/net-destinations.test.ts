@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import dns from 'node:dns';
 import { BlockList } from 'node:net';
-import { RdmaNetAggregateError, connect, type LookupFunction, type RdmaSocket } from '../../src/net/index.js';
+import { RdmaNetAggregateError, connect, createServer, type LookupFunction, type RdmaSocket } from '../../src/net/index.js';
 
 /** A lookup that records how it was called and answers `answer` for every name (a bad answer too: that is what is tested). */
 function answering(...answer: unknown[]): LookupFunction & { calls: { host: string; options: object }[] } {
@@ -125,4 +125,25 @@ test('one address, or autoSelectFamily off, or a family or local address given: 
   const { events, error } = await eventsUntilClose(socket, ATTEMPT_EVENTS);
   assert.deepEqual(events.map(([name]) => name), ['lookup']);
   assert.ok(!(error instanceof AggregateError), 'one address fails with its own error');
+});
+
+test('listen on a host name looks it up first, as node:net does: a resolver error is the server\'s; close() while it resolves means it never listens', async () => {
+  const server = createServer();
+  const failed = new Promise<Error & { code?: string; syscall?: string }>((resolve) => server.once('error', resolve));
+  server.listen(0, 'nonexistent.invalid');
+  assert.throws(() => server.listen(0), { code: 'ERR_SERVER_ALREADY_LISTEN' }, 'a second listen() while the name resolves');
+  const error = await failed;
+  assert.equal(error.code, 'ENOTFOUND');
+  assert.equal(error.syscall, 'getaddrinfo');
+
+  const abandoned = createServer();
+  const events: string[] = [];
+  for (const name of ['listening', 'error', 'close']) abandoned.on(name, () => events.push(name));
+  abandoned.listen(0, 'localhost');
+  const closed = await new Promise<Error | undefined>((resolve) => abandoned.close(resolve));
+  assert.equal((closed as { code?: string } | undefined)?.code, 'ERR_SERVER_NOT_RUNNING');
+  // Long enough for the lookup of localhost to come back (it is answered from /etc/hosts).
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.deepEqual(events, [], 'nothing after close()');
+  assert.equal(abandoned.listening, false);
 });
