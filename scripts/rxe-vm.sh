@@ -61,6 +61,8 @@
 #   RDMACM_TEST_NETDEV   its netdev (veth0 or eth0)
 #   RDMACM_TEST_ADDRS    all guests' addresses, space-separated, in index order
 #   RDMACM_TEST_ADDRS6   with --hosts 2, their IPv6 addresses (fd78::1 fd78::2)
+#   RDMACM_TEST_NAME     rdmacm-device.test: the guest's /etc/hosts gives it this
+#                        guest's IPv4 and IPv6 addresses (10.77.0.1, fd77::1)
 #   RDMACM_HOST_INDEX    0 .. N-1
 #   RDMACM_HOST_COUNT    N
 #   RDMACM_SHARED_DIR    a writable folder shared by all guests (a host temp
@@ -547,10 +549,17 @@ done
 case $state in *ACTIVE*) ;; *) setup_fail "$RXE_DEV port not ACTIVE (state: ${state:-none})" ;; esac
 log "$RXE_DEV on $NETDEV ($MY_ADDR) is ACTIVE"
 
+# A name for this guest's addresses, both families (RDMACM_TEST_NAME), in an
+# /etc/hosts of the guest's own (the root is read-only), so that tests resolve
+# a name through the system resolver as a user's program does.
+if [ "$HOST_COUNT" = 1 ]; then MY_ADDR6=fd77::1; else MY_ADDR6="fd78::$((HOST_INDEX + 1))"; fi
+{ cat /etc/hosts; echo; printf '%s rdmacm-device.test\n%s rdmacm-device.test\n' "$MY_ADDR" "$MY_ADDR6"; } >/run/rdmacm-hosts
+mount --bind /run/rdmacm-hosts /etc/hosts || setup_fail "cannot put the guest's own /etc/hosts in place"
+
 # environment for the command
 export HOME=/tmp/home USER=root LOGNAME=root SHELL=/bin/bash
 export RDMACM_IN_VM=1 RDMACM_TEST_ADDR="$MY_ADDR" RDMACM_TEST_DEVICE="$RXE_DEV" RDMACM_TEST_NETDEV="$NETDEV"
-export RDMACM_TEST_ADDRS="$ALL_ADDRS" RDMACM_HOST_INDEX="$HOST_INDEX" RDMACM_HOST_COUNT="$HOST_COUNT"
+export RDMACM_TEST_ADDRS="$ALL_ADDRS" RDMACM_HOST_INDEX="$HOST_INDEX" RDMACM_HOST_COUNT="$HOST_COUNT" RDMACM_TEST_NAME=rdmacm-device.test
 if [ "$HOST_COUNT" != 1 ]; then
   RDMACM_TEST_ADDRS6=
   for n in $(seq 1 "$HOST_COUNT"); do RDMACM_TEST_ADDRS6="${RDMACM_TEST_ADDRS6:+$RDMACM_TEST_ADDRS6 }fd78::$n"; done

@@ -4,6 +4,7 @@
 // blockList rejects a client before anything is built for it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { lookup } from 'node:dns/promises';
 import { once } from 'node:events';
 import { BlockList } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -14,6 +15,9 @@ import { within } from '../support/within.js';
 const address = deviceAddress();
 const address6 = deviceAddress6();
 const noIpv6 = !address6 && `the test netdev ${testDevice().netdev ?? '(none)'} has no IPv6 address that is not link-local (set RDMACM_TEST_ADDR6)`;
+/** A name the system resolver gives the test addresses (rxe-vm.sh puts rdmacm-device.test in the guest's /etc/hosts). */
+const name = process.env.RDMACM_TEST_NAME;
+const noName = !name && 'RDMACM_TEST_NAME is not set: name a host name that resolves to the test address and its IPv6 one';
 
 /**
  * An address in the test address's /24 that no interface here has: nobody
@@ -119,5 +123,38 @@ test("a server's blockList rejects a blocked client before accepting (ECONNREFUS
     }
   } finally {
     await close(server);
+  }
+});
+
+test('a name with an IPv4 and an IPv6 address, through the system resolver: a listener binds its first address; a client tries the first address first and gets past a refusal to the other', { skip: noName || noIpv6 }, async () => {
+  const answers = await lookup(name!, { all: true });
+  assert.deepEqual(answers.map((a) => a.address).sort(), [address, address6!].sort(), `what ${name} resolves to`);
+  const first = answers[0]!.address;
+  const other = answers[1]!.address;
+  // node:net's listen on a name binds the first address dns.lookup gives.
+  const named = await echoServer(name);
+  const elsewhere = await echoServer(other);
+  try {
+    assert.equal(named.address()!.address, first);
+    const lookups: unknown[][] = [];
+    const direct = connect({ host: name!, port: named.address()!.port });
+    direct.on('lookup', (...args: unknown[]) => lookups.push(args));
+    const directAttempts = attemptsOf(direct);
+    await within(once(direct, 'connect'), 30_000, `the connection to ${name}`);
+    assert.deepEqual(lookups, answers.map((a) => [null, a.address, a.family, name]), "one 'lookup' per answer, in the resolver's order");
+    assert.deepEqual(directAttempts, [['connectionAttempt', first]]);
+    assert.equal(direct.remoteAddress, first);
+    await echoAndEnd(direct);
+
+    // Where only the other address listens, the first is refused and the second connects.
+    const past = connect({ host: name!, port: elsewhere.address()!.port, autoSelectFamilyAttemptTimeout: 10_000 });
+    const pastAttempts = attemptsOf(past);
+    await within(once(past, 'connect'), 30_000, `the connection to ${name} past ${first}`);
+    assert.deepEqual(pastAttempts, [['connectionAttempt', first], ['connectionAttemptFailed', first, 'ECONNREFUSED'], ['connectionAttempt', other]]);
+    assert.equal(past.remoteAddress, other);
+    await echoAndEnd(past);
+  } finally {
+    await close(named);
+    await close(elsewhere);
   }
 });
