@@ -295,7 +295,8 @@ export interface RdmaListenOptions {
   /** The port to listen on, 0–65535 or a string of its digits (0: rdma_cm picks one). Required, as node:net's listen(options) requires port (or path). */
   readonly port: number | string;
   /**
-   * The address to listen on, 1–255 characters.
+   * The address to listen on, or a name (looked up as node:net looks it up:
+   * its first address), 1–255 characters.
    * @defaultValue '::', every RDMA device's IPv4 and IPv6 addresses, as node:net's (or '0.0.0.0' where '::' cannot be bound)
    */
   readonly host?: string;
