@@ -4,14 +4,22 @@
 // path: null, _agentKey…); these pass on only the connect options among them,
 // which connect() then validates as any connect()'s. https adds TLS over the
 // RdmaSocket, with https.Agent's session cache.
-import http from 'node:http';
-import https from 'node:https';
+import type { AgentOptions as HttpAgentOptions } from 'node:http';
+import type { AgentOptions as HttpsAgentOptions } from 'node:https';
+import { createRequire } from 'node:module';
 import type { BlockList } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { InvalidThisError } from '../api/core/errors.js';
 import { parseArgument } from '../api/core/validate.js';
 import { connectSchema, type RdmaConnectOptions, type RdmaSocketSizes } from './options.js';
 import { connect, type RdmaSocket } from './socket.js';
+
+// Required, not imported: Node 22's ESM import of node:http reads every export,
+// its lazy undici ones too, which compile WebAssembly and so throw under
+// --jitless (where executable memory is refused); require reads none of them.
+const require = createRequire(import.meta.url);
+const http = require('node:http') as typeof import('node:http');
+const https = require('node:https') as typeof import('node:https');
 
 /** The options of an agent's connections that connect() takes; the rest of what http hands over is the request's. */
 const CONNECT_KEYS = [
@@ -55,7 +63,7 @@ export class RdmaAgent extends http.Agent {
   /** The brand createConnection checks first: only the instances this package made have it. */
   readonly #brand = true;
 
-  constructor(options?: http.AgentOptions & RdmaAgentRdmaOptions) {
+  constructor(options?: HttpAgentOptions & RdmaAgentRdmaOptions) {
     super(checkedAgentOptions('RdmaAgent', options));
   }
 
@@ -75,7 +83,7 @@ export class RdmaHttpsAgent extends https.Agent {
   /** The brand createConnection checks first: only the instances this package made have it. */
   readonly #brand = true;
 
-  constructor(options?: https.AgentOptions & RdmaAgentRdmaOptions) {
+  constructor(options?: HttpsAgentOptions & RdmaAgentRdmaOptions) {
     super(checkedAgentOptions('RdmaHttpsAgent', options));
   }
 
