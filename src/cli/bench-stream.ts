@@ -11,6 +11,7 @@ import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
 import { ReadRelay, streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
 import { TimerProbe, timerLine } from '../bench/timer-probe.js';
+import { endpoint } from './endpoint.js';
 
 export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
        rdmacm bench stream -l [options] [BIND_ADDR]
@@ -108,13 +109,14 @@ async function connectClient(open: () => Duplex): Promise<Duplex> {
 
 /** Listens, takes the first connection and stops listening. */
 async function acceptOne(
-  server: tcp.Server | ReturnType<typeof rdmaCreateServer>, port: number, host: string, announce: boolean,
+  server: tcp.Server | ReturnType<typeof rdmaCreateServer>, port: number, host: string | undefined, announce: boolean,
 ): Promise<Duplex> {
   const connection = once(server, 'connection') as Promise<[Duplex]>;
   connection.catch(() => undefined); // a listen error rejects both; 'listening' reports it
   server.listen(port, host);
   await once(server, 'listening');
-  if (announce) process.stderr.write(`rdmacm bench stream: waiting for a client on ${host}:${port}\n`);
+  const bound = server.address() as { address: string; port: number };
+  if (announce) process.stderr.write(`rdmacm bench stream: waiting for a client on ${endpoint(bound.address, bound.port)}\n`);
   const [socket] = await connection;
   server.close();
   return socket;
@@ -212,7 +214,8 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   let socket: Duplex | undefined;
   try {
     if (listen) {
-      const host = address ?? '0.0.0.0';
+      // No address: node:net's default, every IPv4 and IPv6 address (::), for either server.
+      const host = address;
       const server = useTcp ? tcp.createServer({ noDelay: true }) : rdmaCreateServer({ rdma, ...onread() });
       socket = await acceptOne(server, port, host, !json);
     } else {

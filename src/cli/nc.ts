@@ -5,10 +5,10 @@
 import process from 'node:process';
 import { once } from 'node:events';
 import { isIP } from 'node:net';
-import { lookup } from 'node:dns/promises';
 import { parseCommandArgs, usageError } from './arguments.js';
 import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect, createServer, type RdmaSocket } from '../net/index.js';
+import { endpoint } from './endpoint.js';
 
 export const ncSummary = 'netcat over RDMA: stdin and stdout through an rsockets stream (talks to rstream, rcopy and rdmacm/net)';
 
@@ -26,7 +26,8 @@ output; the command exits once both directions are over.
   -v, --verbose    say on stderr where it listens and who connected
   -h, --help       show this help
 
-HOST is an IP address of an RDMA device (or a name that resolves to one).
+HOST is an IP address of an RDMA device, or a name: each of its addresses is
+tried in turn, as node:net does.
 To only receive, give stdin nothing: rdmacm nc -l 7000 < /dev/null > file.
 Exit status: 0 when both directions ended cleanly; 1 on a bad argument or
 a failed connection (refused, reset, a peer that stopped reading); 2 when
@@ -55,8 +56,6 @@ function describe(error: unknown): string {
   return code && hints[code] ? `${message} (${hints[code]})` : message;
 }
 
-/** An address and port as netcat prints them: IPv6 in brackets. */
-const endpoint = (address: string | undefined, port: number | undefined) => `${address?.includes(':') ? `[${address}]` : address}:${port}`;
 
 async function acceptOne(host: string | undefined, port: number, verbose: boolean): Promise<RdmaSocket> {
   const server = createServer({ allowHalfOpen: true });
@@ -74,9 +73,8 @@ async function acceptOne(host: string | undefined, port: number, verbose: boolea
 }
 
 async function connectTo(host: string, port: number, verbose: boolean): Promise<RdmaSocket> {
-  // A name is resolved here, so that one that does not resolve says ENOTFOUND.
-  const address = isIP(host) === 0 ? (await lookup(host)).address : host;
-  const socket = connect({ port, host: address, allowHalfOpen: true });
+  // A name resolves as node:net's would: each of its addresses tried in turn; none is ENOTFOUND.
+  const socket = connect({ port, host, allowHalfOpen: true });
   await once(socket, 'connect'); // rejects with the socket's error
   if (verbose) process.stderr.write(`rdmacm nc: connected to ${endpoint(socket.remoteAddress, socket.remotePort)}\n`);
   return socket;
