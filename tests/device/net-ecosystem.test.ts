@@ -1,7 +1,8 @@
 // rdmacm/net under Node's own stream consumers, unchanged: stream.pipeline
 // with fs streams, http's server and client (createConnection, a keep-alive
-// Agent), tls on both ends (tls.connect({ socket }), new tls.TLSSocket), and
-// for await. Each gets an RdmaSocket where it would get a net.Socket.
+// Agent, RdmaAgent), http2, tls on both ends (tls.connect({ socket }), new
+// tls.TLSSocket, RdmaHttpsAgent), and for await. Each gets an RdmaSocket
+// where it would get a net.Socket.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -9,6 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import http2 from 'node:http2';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -279,6 +281,48 @@ test('RdmaAgent and RdmaHttpsAgent: http.get and https.get unchanged but for the
     secureAgent.destroy();
     await closeServer(plainServer);
     await closeServer(secureServer);
+  }
+});
+
+test('http2: an http2 server fed by RdmaServer, http2.connect({ createConnection }) carrying three streams at once over one RdmaSocket', { timeout: 180_000 }, async () => {
+  const h2 = http2.createServer();
+  h2.on('stream', (stream, headers) => {
+    const hash = createHash('sha256');
+    stream.on('data', (chunk: Buffer) => hash.update(chunk));
+    stream.on('end', () => {
+      stream.respond({ ':status': 200 });
+      stream.end(JSON.stringify({ path: headers[':path'], sha256: hash.digest('hex') }));
+    });
+  });
+  const serverSockets: RdmaSocket[] = [];
+  const server = createServer((socket) => {
+    serverSockets.push(socket);
+    h2.emit('connection', socket);
+  });
+  const port = await listening(server);
+  const host = deviceAddress();
+  let made = 0;
+  const session = http2.connect(`http://${host}:${port}`, { createConnection: () => (made++, connect(port, host)) });
+  try {
+    const bodies = [randomBytes(256 << 10), randomBytes(1 << 20), Buffer.alloc(0)];
+    const replies = await Promise.all(bodies.map((body, i) => new Promise<{ path: string; sha256: string }>((resolve, reject) => {
+      const stream = session.request({ ':path': `/stream${i}`, ':method': 'POST' });
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString())));
+      stream.on('error', reject);
+      stream.end(body);
+    })));
+    assert.deepEqual(replies, bodies.map((body, i) => ({ path: `/stream${i}`, sha256: sha256(body) })));
+    assert.equal(made, 1);
+    assert.equal(serverSockets.length, 1, 'every stream on one connection');
+    assert.ok(session.socket !== undefined);
+  } finally {
+    const gone = serverSockets.map((socket) => (socket.closed ? undefined : closed(socket)));
+    await new Promise<void>((resolve) => session.close(() => resolve()));
+    await Promise.all(gone);
+    await closeServer(server);
+    await new Promise<void>((resolve) => h2.close(() => resolve()));
   }
 });
 
