@@ -123,6 +123,8 @@ const REFUSED: Record<string, string> = {
   path: 'IPC paths are not RDMA: use host and port',
   exclusive: 'cluster mode is not supported',
   reusePort: 'reusePort is not supported by rdma_cm',
+  readable: 'readable and writable come with fd, which an RDMA socket has none of',
+  writable: 'readable and writable come with fd, which an RDMA socket has none of',
   readableAll: 'IPC permissions do not apply',
   writableAll: 'IPC permissions do not apply',
 };
@@ -210,7 +212,7 @@ export interface RdmaConnectOptions {
   readonly allowHalfOpen?: boolean;
   /** Aborts the connection attempt, or destroys the socket. @defaultValue none */
   readonly signal?: AbortSignal;
-  /** Accepted for node:net compatibility; rsockets sends at once anyway. @defaultValue true */
+  /** Accepted for node:net compatibility; rsockets sends at once anyway. @defaultValue the socket's (true) */
   readonly noDelay?: boolean;
   /** Whether keepalive probes are sent. @defaultValue false */
   readonly keepAlive?: boolean;
@@ -239,7 +241,7 @@ export const connectSchema = z.strictObject({
   connectTimeout: timeoutMs.min(1).default(10_000),
   allowHalfOpen: z.boolean().default(false),
   signal: abortSignal.optional(),
-  noDelay: z.boolean().default(true),
+  noDelay: z.boolean().optional(),
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
   highWaterMark: z.number().int().min(1).optional(),

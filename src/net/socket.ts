@@ -97,9 +97,18 @@ export interface RdmaSocketOptions {
   readonly onread?: RdmaOnread;
   /** RDMA-specific sizes (see each one's default). @defaultValue rsockets' sizes */
   readonly rdma?: RdmaSocketSizes;
+  /** As setNoDelay() (kept only to report: there is no Nagle here). @defaultValue true */
+  readonly noDelay?: boolean;
+  /** As setKeepAlive(true, keepAliveInitialDelay), once connected. @defaultValue false */
+  readonly keepAlive?: boolean;
+  /** ms before the first keepalive probe, 0–2147483647. @defaultValue 0 (7200 s, as TCP's default) */
+  readonly keepAliveInitialDelay?: number;
 }
 
 const socketSchema = z.strictObject({
+  noDelay: z.boolean().default(true),
+  keepAlive: z.boolean().default(false),
+  keepAliveInitialDelay: timeoutMs.default(0),
   allowHalfOpen: z.boolean().default(false),
   highWaterMark: z.number().int().min(1).optional(),
   signal: abortSignal.optional(),
@@ -172,6 +181,8 @@ export class RdmaSocket extends Duplex {
     super({ allowHalfOpen: o.allowHalfOpen, ...(o.highWaterMark ? { highWaterMark: o.highWaterMark } : {}) });
     this.#sizes = o.rdma;
     this.#onread = o.onread;
+    this.noDelay = o.noDelay;
+    if (o.keepAlive) this.#keepaliveMs = o.keepAliveInitialDelay || DEFAULT_KEEPALIVE_MS;
     if (o.signal) this.#watchSignal(o.signal);
   }
 
@@ -279,7 +290,7 @@ export class RdmaSocket extends Duplex {
     if (options.onread) this.#onread = options.onread;
     if (options.timeout > 0) this.setTimeout(options.timeout);
     if (options.keepAlive) this.#keepaliveMs = options.keepAliveInitialDelay || DEFAULT_KEEPALIVE_MS;
-    this.noDelay = options.noDelay;
+    if (options.noDelay !== undefined) this.noDelay = options.noDelay;
     this.#connecting = true;
     // As node:net: the attempt starts on the next tick, so the socket is connecting when connect() returns, never already failed.
     process.nextTick(() => void this.#connect(options));

@@ -106,9 +106,9 @@ const CONNECT_RULES: Rules = {
   autoSelectFamily: isBool, autoSelectFamilyAttemptTimeout: (v) => isInt(v, 1, MAX_MS), blockList: (v) => v instanceof BlockList,
 };
 const LISTEN_RULES: Rules = { port: isPositionalPort, host: isHost, backlog: isMs, signal: isSignal, ipv6Only: isBool };
-const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal };
+const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal, noDelay: isBool, keepAlive: isBool, keepAliveInitialDelay: isMs };
 /** node:net's options that mean nothing over RDMA, refused by name (docs/net.md). */
-const REFUSED = ['fd', 'path', 'exclusive', 'reusePort', 'readableAll', 'writableAll'];
+const REFUSED = ['fd', 'path', 'exclusive', 'reusePort', 'readable', 'writable', 'readableAll', 'writableAll'];
 
 /**
  * Where an options object breaks its rules: the path its refusal must name
@@ -198,7 +198,7 @@ const connectOptions = optionsObject({
   autoSelectFamilyAttemptTimeout: fc.integer({ min: 1, max: MAX_MS }), blockList: blockLists, connectTimeout: fc.integer({ min: 1, max: MAX_MS }), signal: signals,
 });
 const listenOptions = optionsObject({ port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), backlog: ms, signal: signals, ipv6Only: fc.boolean() });
-const socketOptions = optionsObject({ ...VALID_STREAM, signal: signals });
+const socketOptions = optionsObject({ ...VALID_STREAM, signal: signals, noDelay: fc.boolean(), keepAlive: fc.boolean(), keepAliveInitialDelay: ms });
 
 /** A function the test watches: each call's arguments. */
 interface Watched {

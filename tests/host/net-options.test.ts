@@ -182,6 +182,12 @@ test('socket methods check their arguments before anything changes', async () =>
   stream.write(masquerade);
   assert.deepEqual([...written[0]!], [1, 2, 3, 4]);
   assert.equal(socket.listenerCount('timeout'), 0);
+  // node:net's constructor takes noDelay and keepAlive; readable and writable only with an fd.
+  const configured = new RdmaSocket({ noDelay: false, keepAlive: true, keepAliveInitialDelay: 5000 });
+  assert.equal(configured.noDelay, false);
+  assert.equal(configured.keepAlive, true);
+  assert.throws(() => new RdmaSocket({ readable: true } as never), { code: 'ERR_INVALID_ARG_VALUE' });
+  configured.destroy();
   // node:net's coercion: setNoDelay takes any value for its truth.
   assert.equal(socket.setNoDelay('yes' as never).noDelay, true);
   assert.equal(socket.setNoDelay(0 as never).noDelay, false);
