@@ -1,7 +1,7 @@
 // A real link: two guests (scripts/rxe-vm.sh --hosts 2), host 0 the server,
 // host 1 the client, RoCE v2 crossing a virtual wire between them (over IPv4,
-// and in one test over IPv6). An RDMA
-// round trip must cost about what a TCP one does over the same wire. With 5 %
+// and in one test over IPv6). An RDMA round trip must cost about what a TCP
+// one does over the same wire. With 5 %
 // and 20 % packet loss (tc netem) every RC message must arrive intact and in
 // order; with the link taken down and up mid-transfer, both sides must resume
 // or end with a typed error, and nothing may hang.
