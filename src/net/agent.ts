@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import type { BlockList } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { InvalidThisError } from '../api/core/errors.js';
-import { parseArgument } from '../api/core/validate.js';
+import { argumentError, parseArgument } from '../api/core/validate.js';
 import { connectSchema, type RdmaConnectOptions, type RdmaSocketSizes } from './options.js';
 import { connect, type RdmaSocket } from './socket.js';
 
@@ -40,9 +40,13 @@ export interface RdmaAgentRdmaOptions {
 /** Checked when the agent is made, so a bad size fails there and not at its first request. */
 const agentRdmaSchema = connectSchema.pick({ rdma: true, connectTimeout: true, blockList: true }).partial();
 
+const AGENT_RDMA_KEYS = Object.keys(agentRdmaSchema.shape);
+
+/** The agent's options as its base class takes them, once its RDMA ones have passed; anything but an object is refused. */
 function checkedAgentOptions<T extends object>(operation: string, options: T | undefined): T | undefined {
   if (options === undefined) return undefined;
-  const own = Object.fromEntries(Object.entries(options).filter(([key]) => key === 'rdma' || key === 'connectTimeout' || key === 'blockList'));
+  if (typeof options !== 'object' || options === null) throw argumentError(operation, 'options', 'expected an object', 'ERR_INVALID_ARG_TYPE');
+  const own = Object.fromEntries(Object.entries(options).filter(([key]) => AGENT_RDMA_KEYS.includes(key)));
   parseArgument(operation, 'options', agentRdmaSchema, own);
   return options;
 }

@@ -24,6 +24,7 @@ test('an agent\'s RDMA options are checked when it is made, named in the error',
         return true;
       });
     }
+    assert.throws(() => new Agent(5 as never), { code: 'ERR_INVALID_ARG_TYPE' });
     const agent = new Agent({ keepAlive: true, maxSockets: 2, rdma: { recvBufferSize: 1 << 20 }, connectTimeout: 500 });
     assert.ok(agent instanceof (Agent === RdmaAgent ? http.Agent : https.Agent));
     agent.destroy();
