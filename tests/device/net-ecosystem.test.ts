@@ -1,6 +1,6 @@
 // rdmacm/net under Node's own stream consumers, unchanged: stream.pipeline
 // with fs streams, http's server and client (createConnection, a keep-alive
-// Agent, RdmaAgent), http2, tls on both ends (tls.connect({ socket }), new
+// Agent, RdmaAgent), http2 (cleartext and over TLS), tls on both ends (tls.connect({ socket }), new
 // tls.TLSSocket, RdmaHttpsAgent), and for await. Each gets an RdmaSocket
 // where it would get a net.Socket.
 import { test, before, after } from 'node:test';
@@ -321,6 +321,41 @@ test('http2: an http2 server fed by RdmaServer, http2.connect({ createConnection
     const gone = serverSockets.map((socket) => (socket.closed ? undefined : closed(socket)));
     await new Promise<void>((resolve) => session.close(() => resolve()));
     await Promise.all(gone);
+    await closeServer(server);
+    await new Promise<void>((resolve) => h2.close(() => resolve()));
+  }
+});
+
+test('http2 over TLS: http2.createSecureServer fed by RdmaServer, http2.connect with a tls.connect({ socket, ALPNProtocols: [\'h2\'] }) over an RdmaSocket', { timeout: 180_000 }, async () => {
+  const { key, cert } = selfSigned();
+  const h2 = http2.createSecureServer({ key, cert });
+  h2.on('stream', (stream, headers) => {
+    stream.respond({ ':status': 200 });
+    stream.end(JSON.stringify({ path: headers[':path'], alpn: (stream.session?.socket as tls.TLSSocket | undefined)?.alpnProtocol }));
+  });
+  // allowHalfOpen for TLS, as above.
+  const server = createServer({ allowHalfOpen: true }, (socket) => h2.emit('connection', socket));
+  const port = await listening(server);
+  const host = deviceAddress();
+  let raw: RdmaSocket | undefined;
+  const session = http2.connect(`https://rdmacm-test:${port}`, {
+    createConnection: () => tls.connect({ socket: (raw = connect(port, host)), ALPNProtocols: ['h2'], ca: cert, servername: 'rdmacm-test' }),
+  });
+  try {
+    const replies = await Promise.all(['/x', '/y'].map((path) => new Promise<unknown>((resolve, reject) => {
+      const stream = session.request({ ':path': path });
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      stream.on('end', () => resolve(JSON.parse(Buffer.concat(chunks).toString())));
+      stream.on('error', reject);
+      stream.end();
+    })));
+    assert.deepEqual(replies, [{ path: '/x', alpn: 'h2' }, { path: '/y', alpn: 'h2' }]);
+    assert.ok(raw instanceof RdmaSocket && raw.bytesWritten > 0, 'the TLS bytes went over the RdmaSocket');
+  } finally {
+    const gone = raw && !raw.closed ? closed(raw) : undefined;
+    await new Promise<void>((resolve) => session.close(() => resolve()));
+    await gone;
     await closeServer(server);
     await new Promise<void>((resolve) => h2.close(() => resolve()));
   }
