@@ -62,7 +62,8 @@
 #   RDMACM_TEST_ADDRS    all guests' addresses, space-separated, in index order
 #   RDMACM_TEST_ADDRS6   with --hosts 2, their IPv6 addresses (fd78::1 fd78::2)
 #   RDMACM_TEST_NAME     rdmacm-device.test: the guest's /etc/hosts gives it this
-#                        guest's IPv4 and IPv6 addresses (10.77.0.1, fd77::1)
+#                        guest's IPv4 and IPv6 addresses (one guest: 10.77.0.1
+#                        and fd77::1; two: 10.78.0.N and fd78::N)
 #   RDMACM_HOST_INDEX    0 .. N-1
 #   RDMACM_HOST_COUNT    N
 #   RDMACM_SHARED_DIR    a writable folder shared by all guests (a host temp

@@ -1,8 +1,8 @@
 // rdmacm/net under Node's own stream consumers, unchanged: stream.pipeline
 // with fs streams, http's server and client (createConnection, a keep-alive
-// Agent, RdmaAgent), http2 (cleartext and over TLS), tls on both ends (tls.connect({ socket }), new
-// tls.TLSSocket, RdmaHttpsAgent), and for await. Each gets an RdmaSocket
-// where it would get a net.Socket.
+// Agent, RdmaAgent), http2 (cleartext and over TLS), tls on both ends
+// (tls.connect({ socket }), new tls.TLSSocket, RdmaHttpsAgent), and for
+// await. Each gets an RdmaSocket where it would get a net.Socket.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
