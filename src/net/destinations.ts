@@ -6,7 +6,7 @@ import dns, { type LookupAddress } from 'node:dns';
 import type { EventEmitter } from 'node:events';
 import { isIP, type BlockList } from 'node:net';
 import process from 'node:process';
-import { RdmaNetCodeError } from './errors.js';
+import { RdmaNetCodeError, rethrow } from './errors.js';
 
 /** One address to try. */
 export interface Destination {
@@ -64,7 +64,7 @@ export function lookupDestinations(socket: EventEmitter, request: LookupRequest)
       lookup(host, { ...(family !== 0 ? { family } : {}), hints, ...(all ? { all } : {}) }, answer);
     } catch (error) {
       // Thrown after answering, it is the caller's own failure: raised as node:net's synchronous lookup would raise it.
-      if (answered) process.nextTick(() => { throw error; });
+      if (answered) process.nextTick(rethrow, error);
       answered = true;
       reject(error);
     }

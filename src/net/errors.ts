@@ -81,3 +81,8 @@ export function netCodeOf(error: unknown, fallback: string): string {
   if (error instanceof RdmaError) return error.code;
   return fallback;
 }
+
+/** Throws `error` from a tick of its own (`process.nextTick(rethrow, error)`): an uncaught exception, as the user's code would raise under node:net. */
+export function rethrow(error: unknown): never {
+  throw error;
+}

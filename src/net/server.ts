@@ -131,6 +131,12 @@ export class RdmaServer extends EventEmitter {
     });
   }
 
+  /** Closed while its host name resolves: it never listens. */
+  #abandonLookup(): void {
+    this.#lookup?.abort();
+    this.#lookup = undefined;
+  }
+
   #listen(o: ResolvedListen): void {
     let hold: ChannelHold | undefined;
     let listener: CmId | undefined;
@@ -260,9 +266,7 @@ export class RdmaServer extends EventEmitter {
   close(callback?: (error?: Error) => void): this {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
     optionalCallback('close', 'callback', callback);
-    // Closed while its host name resolves: it never listens.
-    this.#lookup?.abort();
-    this.#lookup = undefined;
+    this.#abandonLookup();
     if (!this.#listener || this.#closing) {
       if (callback) process.nextTick(() => callback(new RdmaNetCodeError('ERR_SERVER_NOT_RUNNING', 'Server is not running.')));
       return this;
@@ -304,8 +308,7 @@ export class RdmaServer extends EventEmitter {
   /** `await using server = …`: closes it and waits for 'close'. */
   async [Symbol.asyncDispose](): Promise<void> {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
-    this.#lookup?.abort();
-    this.#lookup = undefined;
+    this.#abandonLookup();
     if (!this.#listener) return;
     await new Promise<void>((resolve) => this.close(() => resolve()));
   }

@@ -22,7 +22,7 @@ import { connectInTurn } from './connect-attempts.js';
 import { blockedError, lookupDestinations, type Destination } from './destinations.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
-import { RdmaNetCodeError, RdmaNetError, connectFailure } from './errors.js';
+import { RdmaNetCodeError, RdmaNetError, connectFailure, rethrow } from './errors.js';
 import {
   DEFAULT_SIZES, normalizeConnectArgs, onreadSchema, optionalCallback, parseOptions, sizesSchema,
   type RdmaConnectOptions, type RdmaOnread, type RdmaSocketSizes, type ResolvedConnect, type ResolvedOnread, type ResolvedSizes,
@@ -39,11 +39,6 @@ const mapOptionsSchema = z.strictObject({ offset: iomapOffset.default(0) });
 const EMPTY = Buffer.alloc(0);
 
 type WriteCallback = (error?: Error | null) => void;
-
-/** Throws `error` from a tick of its own: an uncaught exception, as the user's code would raise under node:net. */
-function rethrow(error: unknown): never {
-  throw error;
-}
 
 /**
  * Bytes the socket may hold until they are staged. A detached view, or one a
