@@ -25,7 +25,12 @@ after(() => rmSync(work, { recursive: true, force: true }));
 const bin = join(work, 'bin');
 mkdirSync(bin);
 for (const tool of ['node', 'npm', 'sh', 'env']) symlinkSync(which(tool), join(bin, tool));
-const env = { HOME: process.env.HOME ?? '/root', PATH: bin, npm_config_cache: process.env.npm_config_cache ?? join(process.env.HOME ?? '/root', '.npm') };
+// What npm needs to reach its registry passes through (a proxy and the CA that
+// signs for it): an official Node build's npm reads its global npmrc from that
+// Node's own prefix, not /etc, so a cafile set there is not seen.
+const reachRegistry = Object.fromEntries(Object.entries(process.env).filter(([name]) =>
+  /^(NODE_EXTRA_CA_CERTS|SSL_CERT_FILE|SSL_CERT_DIR|https?_proxy|HTTPS?_PROXY|no_proxy|NO_PROXY|npm_config_(cafile|ca|proxy|https_proxy|noproxy|registry|strict_ssl))$/.test(name)));
+const env = { ...reachRegistry, HOME: process.env.HOME ?? '/root', PATH: bin, npm_config_cache: process.env.npm_config_cache ?? join(process.env.HOME ?? '/root', '.npm') };
 
 /** The packed tarball, once the first test has made it. */
 let tarball: string | undefined;
@@ -38,7 +43,9 @@ function installInto(name: string, flags: string[]): { app: string; warnings: st
   const app = join(work, name);
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
-  const npm = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...flags, tarball], { cwd: app, env, encoding: 'utf8' });
+  // npm retries a registry it cannot reach for minutes: a bound turns that into a failure that says so.
+  const npm = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...flags, tarball], { cwd: app, env, encoding: 'utf8', timeout: 240_000 });
+  assert.equal(npm.error, undefined, `npm install ${flags.join(' ')} did not finish in 240 s (a registry it cannot reach?): ${npm.stderr}`);
   assert.equal(npm.status, 0, `npm install ${flags.join(' ')}: ${npm.stderr}`);
   return { app, warnings: npm.stderr };
 }
