@@ -40,6 +40,12 @@ const EMPTY = Buffer.alloc(0);
 
 type WriteCallback = (error?: Error | null) => void;
 
+/** What node:net's own connect() uses of a stream's internals to reconnect (Node 20 to 26 have both). */
+interface StreamInternals {
+  _readableState: { closeEmitted: boolean };
+  _undestroy(): void;
+}
+
 /**
  * Bytes the socket may hold until they are staged. A detached view, or one a
  * shrunk resizable buffer left out of bounds, holds nothing (and throws where
@@ -278,7 +284,7 @@ export class RdmaSocket extends Duplex {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
     const { options, callback } = normalizeConnectArgs(args);
     if (this.#connecting || this.#conn) throw new RdmaNetCodeError('ERR_SOCKET_CONNECTING', 'the socket is already connecting or connected');
-    if (this.destroyed) throw new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket is closed');
+    if (this.destroyed) this.#reopen();
     if (callback) this.once('connect', callback as () => void);
     if (options.signal) this.#watchSignal(options.signal);
     this.#sizes = options.rdma;
@@ -290,6 +296,26 @@ export class RdmaSocket extends Duplex {
     // As node:net: the attempt starts on the next tick, so the socket is connecting when connect() returns, never already failed.
     process.nextTick(() => void this.#connect(options));
     return this;
+  }
+
+  /**
+   * node:net's reconnect: a socket whose 'close' has been emitted may
+   * connect() again, as a fresh one (node:net's docs allow it only then).
+   * Before that, its native resources may still be on their way out.
+   */
+  #reopen(): void {
+    if (!(this as unknown as StreamInternals)._readableState.closeEmitted) {
+      throw new RdmaNetCodeError('ERR_SOCKET_CLOSED', "the socket is closing: connect() it again once 'close' has been emitted");
+    }
+    this.#eofPushed = false;
+    this.#reset = false;
+    this.#remote = this.#local = undefined;
+    this.#attemptedAddresses = undefined;
+    this.#bytesRead = this.#bytesWritten = 0;
+    // node:net's own way back (its connect() does the same): the stream's states as a new socket's.
+    (this as unknown as StreamInternals)._undestroy();
+    // A socket that flows (a 'data' listener, a pipe) reads again from the new connection at once.
+    this.#wantsRead = this.readableFlowing === true;
   }
 
   async #connect(o: ResolvedConnect): Promise<void> {

@@ -64,6 +64,36 @@ test('echo: a client writes, ends, and reads back every byte; both sockets close
   }
 });
 
+test('reconnect: a socket connects again once \'close\' has come (node:net\'s), with its listeners, fresh counters and every byte', { timeout: 90_000 }, async () => {
+  const { server, port } = await echoServer();
+  try {
+    const client = connect({ port, host: deviceAddress() });
+    const received: string[] = [];
+    let connects = 0;
+    // Flowing through both connections: one 'data' listener, attached once.
+    client.on('data', (chunk: Buffer) => received.push(chunk.toString()));
+    client.on('connect', () => {
+      connects++;
+      client.end(`round ${connects}`);
+    });
+    for (let round = 1; round <= 2; round++) {
+      await once(client, 'close');
+      assert.equal(received.join(''), round === 1 ? 'round 1' : 'round 1round 2');
+      assert.equal(client.bytesRead, 7);
+      assert.equal(client.bytesWritten, 7);
+      assert.equal(client.remotePort, port);
+      if (round === 1) {
+        client.connect({ port, host: deviceAddress() });
+        assert.equal(client.readyState, 'opening');
+        assert.equal(client.remoteAddress, undefined, 'the old connection\'s peer is forgotten');
+      }
+    }
+    assert.equal(connects, 2);
+  } finally {
+    await closeServer(server);
+  }
+});
+
 test('stream.pipeline of 8 MiB through an echo keeps every byte (sha256), with small buffers', { timeout: 120_000 }, async () => {
   const { server, port } = await echoServer({ rdma: { recvBufferSize: 65536, sendBufferSize: 65536 } });
   try {

@@ -60,6 +60,32 @@ test('connect() returns a connecting socket (the attempt starts on the next tick
   for (const answer of answers) assert.equal((answer as Error & { code: string }).code, 'ENODEV');
 });
 
+test('a socket connects again once \'close\' has come (node:net\'s reconnect): a fresh attempt with its own events; before \'close\', connect() is refused', { skip: skipNative }, async () => {
+  // events.once would reject on the 'error' that comes before each 'close'.
+  const closed = (socket: RdmaSocket) => new Promise((resolve) => socket.once('close', resolve));
+  const socket = connect(7471, '127.0.0.1');
+  const errors: string[] = [];
+  socket.on('error', (error: Error & { code: string }) => errors.push(error.code));
+  await closed(socket);
+  assert.equal(socket.destroyed, true);
+  assert.equal(socket.connect(7471, '127.0.0.1'), socket);
+  assert.equal(socket.destroyed, false);
+  assert.equal(socket.connecting, true);
+  assert.equal(socket.readyState, 'opening');
+  assert.equal(socket.writable, true);
+  await closed(socket);
+  assert.deepEqual(errors, ['ENODEV', 'ENODEV']);
+
+  const closing = new RdmaSocket();
+  closing.destroy();
+  assert.throws(() => closing.connect(7471, '127.0.0.1'), { code: 'ERR_SOCKET_CLOSED', message: /once 'close' has been emitted/ });
+  await closed(closing);
+  closing.on('error', () => undefined);
+  closing.connect(7471, '127.0.0.1');
+  assert.equal(closing.connecting, true);
+  await closed(closing);
+});
+
 test('a write to a socket that is neither connecting nor connected fails at once (ERR_SOCKET_CLOSED, as node:net), never waits', async () => {
   const socket = new RdmaSocket();
   const answered = new Promise<Error | null | undefined>((resolve) => socket.write('x', resolve));
