@@ -17,20 +17,23 @@
 # ran: RDMACM_TEST_EXCEPT), with the harness's RDMACM_TEST_* variables unset, as
 # on a user's own host (the tier finds the device, its port and address by
 # itself), with bound calls on (RDMACM_BOUND_CALLS=1: they are opt-in, so the
-# first pass ran the plain calls users get by default), and on Node 24 (the
-# official build, from the npm registry by scripts/node-release.sh), where the
-# other passes run this host's Node. On a host with its
-# own device the tier runs twice there, plain then bound.
+# first pass ran the plain calls users get by default), and on Node 26, the
+# active LTS line (the official build, from the npm registry by
+# scripts/node-release.sh), where the other passes run this host's Node. On a
+# host with its own device the tier runs twice there, plain then bound.
 # Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
 # userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
 # runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes), on
-# Node 22, whose x64 build runs the host tier a second time.
+# Node 24; Node 22's x64 build runs the host tier a second time. So every
+# release line that npm's users run (20 to 26) runs a tier.
 set -euo pipefail
 
 # The Node release lines besides this host's: the Debian 13 pass runs on
-# NEXT_NODE; the arm64 guest and the host tier's second pass on OTHER_NODE.
-NEXT_NODE=24
+# NEXT_NODE, the host tier's second pass on OTHER_NODE, the arm64 guest on
+# ARM64_NODE.
+NEXT_NODE=26
 OTHER_NODE=22
+ARM64_NODE=24
 
 # Everything is in functions, read whole before anything runs: editing this
 # file during a run cannot change what the run does.
@@ -139,8 +142,8 @@ main() {
            node scripts/platform.mjs --step "device tier, rdma-core 56 guest, bound calls on" --expect-rdma-core 56 --expect-node "$RDMACM_NODE_MAJOR" &&
            node bin/rdmacm smoke &&
            exec node dist/tests/device/run.js' || status=1
-        echo "== device tier, arm64 guest: smoke, Node $OTHER_NODE (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
-        tier_run bash scripts/arm64-vm.sh --node "$OTHER_NODE" --timeout 600 || status=1
+        echo "== device tier, arm64 guest: smoke, Node $ARM64_NODE (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
+        tier_run bash scripts/arm64-vm.sh --node "$ARM64_NODE" --timeout 600 || status=1
       else
         echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost), the rdma-core 56 guest and the arm64 guest did not run" | tee -a "$log"
       fi
