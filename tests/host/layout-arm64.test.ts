@@ -65,7 +65,9 @@ test('every declared layout, as koffi computes it on arm64, matches the headers 
   const fromC = parseProgramOutput(execFileSync(qemu!, [join(work, 'layout')], { encoding: 'utf8' }));
 
   // The koffi side, in the arm64 Node.
-  const arm64 = execFileSync('bash', [join(repoRoot, 'scripts/arm64-node.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  // The running Node's release line, not its exact version: npm's arm64 builds can lag the x64 ones (22.23.5 had none).
+  const line = process.versions.node.split('.')[0]!;
+  const arm64 = execFileSync('bash', [join(repoRoot, 'scripts/arm64-node.sh'), line], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const app = mkdtempSync(join(arm64, 'layout-'));
   cleanups.push(() => rmSync(app, { recursive: true, force: true }));
   transpileInto(app);
