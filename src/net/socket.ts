@@ -304,7 +304,8 @@ export class RdmaSocket extends Duplex {
    * Before that, its native resources may still be on their way out.
    */
   #reopen(): void {
-    if (!(this as unknown as StreamInternals)._readableState.closeEmitted) {
+    const stream = this as unknown as StreamInternals;
+    if (!stream._readableState.closeEmitted) {
       throw new RdmaNetCodeError('ERR_SOCKET_CLOSED', "the socket is closing: connect() it again once 'close' has been emitted");
     }
     this.#eofPushed = false;
@@ -313,7 +314,7 @@ export class RdmaSocket extends Duplex {
     this.#attemptedAddresses = undefined;
     this.#bytesRead = this.#bytesWritten = 0;
     // node:net's own way back (its connect() does the same): the stream's states as a new socket's.
-    (this as unknown as StreamInternals)._undestroy();
+    stream._undestroy();
     // A socket that flows (a 'data' listener, a pipe) reads again from the new connection at once.
     this.#wantsRead = this.readableFlowing === true;
   }

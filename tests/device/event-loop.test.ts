@@ -6,12 +6,11 @@ import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import process from 'node:process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PerformanceObserver } from 'node:perf_hooks';
 import { COMPLETION_MODES, type CmId, type CompletionMode, type CompletionQueue, type PreparedRecv } from '../../src/index.js';
 import { TimerProbe } from '../../src/bench/timer-probe.js';
 import { benchPair } from '../support/bench-pair.js';
 import { connectPair, type Pair } from '../support/pair.js';
-import { settleGarbage } from '../support/gc.js';
+import { measureIdle } from '../support/gc.js';
 
 // The target, 2 ms p99 late, is the bench's (`npm run bench` reports it per
 // mode). Here the guard is against starvation, judged against the same guest's
@@ -125,23 +124,10 @@ test('100 armed queues and one that just spun in adaptive mode: idle, the proces
     }
     for (const wait of waits) wait.catch(() => undefined); // they end when their queue closes
     // The tests before leave garbage whose collection is not the queues' cost (a CI run read 18.9 % once),
-    // and V8's memory reducer collects again some 8 s after (settleGarbage).
-    const settled = await settleGarbage();
-    // Collections within the window are printed beside the share, so a miss says whether they were its cost.
-    const collections: number[] = [];
-    const gcObserver = new PerformanceObserver((list) => collections.push(...list.getEntries().map((entry) => entry.duration)));
-    gcObserver.observe({ entryTypes: ['gc'] });
-    const before = process.cpuUsage();
-    const loopBefore = performance.eventLoopUtilization();
-    await sleep(10_000);
-    const used = process.cpuUsage(before);
-    const loop = performance.eventLoopUtilization(loopBefore);
-    gcObserver.disconnect();
-    const share = (used.user + used.system) / 10e6;
-    const gcMs = collections.reduce((sum, ms) => sum + ms, 0);
-    console.log(`# 101 armed queues idle: ${(share * 100).toFixed(2)} % of a CPU over 10 s (user ${(used.user / 1000).toFixed(0)} ms, system ${(used.system / 1000).toFixed(0)} ms), ` +
-      `event-loop utilisation ${(loop.utilization * 100).toFixed(2)} %; ${collections.length} collections in the window (${gcMs.toFixed(1)} ms), ` +
-      `${settled.collections} waited out before it (${(settled.waitedMs / 1000).toFixed(1)} s)`);
+    // and V8's memory reducer collects again some 8 s after (measureIdle settles both first).
+    const idle = await measureIdle(10_000);
+    const share = idle.share;
+    console.log(`# 101 armed queues idle: ${idle.describe}`);
     assert.ok(share <= 0.01, `idle armed queues used ${(share * 100).toFixed(2)} % of a CPU`);
   } finally {
     for (const cq of queues) cq.close();

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import process from 'node:process';
 import { connect, createServer, type RdmaSocket } from '../../src/net/index.js';
 import { deviceAddress } from '../support/device.js';
-import { settleGarbage } from '../support/gc.js';
+import { measureIdle } from '../support/gc.js';
 
 const PAIRS = 500;
 const SIZES = { recvBufferSize: 16384, sendBufferSize: 16384, sendQueueDepth: 16, recvQueueDepth: 16 };
@@ -45,17 +45,11 @@ test(`${PAIRS * 2} idle sockets in one process: all connect and echo, idle they 
     }));
     // The garbage of setting up 1000 sockets is collected before the idle window
     // (a CI run once read 2.28 % there, V8's collector finishing the set-up's work),
-    // and so is what V8's memory reducer collects some 8 s after (settleGarbage).
-    await settleGarbage();
-    const cpuBefore = process.cpuUsage();
-    const loopBefore = performance.eventLoopUtilization();
-    await new Promise((resolve) => setTimeout(resolve, 5000));
-    const cpu = process.cpuUsage(cpuBefore);
-    const loop = performance.eventLoopUtilization(loopBefore);
-    const share = (cpu.user + cpu.system) / 5e6;
+    // and so is what V8's memory reducer collects some 8 s after (measureIdle settles both first).
+    const idle = await measureIdle(5000);
+    const share = idle.share;
     console.log(`# ${PAIRS * 2} sockets: set up in ${(setupMs / 1000).toFixed(1)} s, RSS ${(rssPerSocket / 1024).toFixed(0)} KiB a socket ` +
-      `(${SIZES.recvBufferSize + SIZES.sendBufferSize} B of buffers each), idle CPU ${(share * 100).toFixed(2)} % over 5 s, ` +
-      `event-loop utilisation ${(loop.utilization * 100).toFixed(2)} %`);
+      `(${SIZES.recvBufferSize + SIZES.sendBufferSize} B of buffers each), idle ${idle.describe}`);
     assert.ok(share < 0.02, `idle sockets used ${(share * 100).toFixed(2)} % of a CPU`);
   } finally {
     await Promise.all(clients.map((socket) => (socket.destroyed ? undefined : socket[Symbol.asyncDispose]())));

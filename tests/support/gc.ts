@@ -4,6 +4,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import process from 'node:process';
 
 export function collectGarbage(): void {
   setFlagsFromString('--expose-gc');
@@ -39,4 +40,36 @@ export async function settleGarbage(limitMs = 40_000): Promise<{ collections: nu
     observer.disconnect();
   }
   return { collections, waitedMs: performance.now() - started };
+}
+
+/** What an idle window cost: the CPU share (of one CPU), the event loop's utilisation, and V8's collections in it. */
+export interface IdleCost {
+  readonly share: number;
+  readonly describe: string;
+}
+
+/**
+ * settleGarbage(), then `windowMs` of doing nothing, measured: CPU (user and
+ * system) and event-loop utilisation, with the window's own collections
+ * beside them, so a miss says whether they were its cost.
+ */
+export async function measureIdle(windowMs: number): Promise<IdleCost> {
+  const settled = await settleGarbage();
+  const collections: number[] = [];
+  const observer = new PerformanceObserver((list) => collections.push(...list.getEntries().map((entry) => entry.duration)));
+  observer.observe({ entryTypes: ['gc'] });
+  const cpuBefore = process.cpuUsage();
+  const loopBefore = performance.eventLoopUtilization();
+  await sleep(windowMs);
+  const cpu = process.cpuUsage(cpuBefore);
+  const loop = performance.eventLoopUtilization(loopBefore);
+  observer.disconnect();
+  const share = (cpu.user + cpu.system) / (windowMs * 1000);
+  const gcMs = collections.reduce((sum, ms) => sum + ms, 0);
+  return {
+    share,
+    describe: `${(share * 100).toFixed(2)} % of a CPU over ${windowMs / 1000} s (user ${(cpu.user / 1000).toFixed(0)} ms, system ${(cpu.system / 1000).toFixed(0)} ms), ` +
+      `event-loop utilisation ${(loop.utilization * 100).toFixed(2)} %; ${collections.length} collections in the window (${gcMs.toFixed(1)} ms), ` +
+      `${settled.collections} waited out before it (${(settled.waitedMs / 1000).toFixed(1)} s)`,
+  };
 }
