@@ -108,7 +108,7 @@
 #   (seconds until the guest must have started its setup, default 300),
 #   RDMACM_VM_KERNEL_PKG (override the kernel package name),
 #   RDMACM_VM_GRACE (seconds the other hosts may keep running after one host's
-#   COMMAND failed, default 30).
+#   COMMAND failed, default 30), RDMACM_VM_CPU (QEMU's -cpu, default max,-erms).
 #
 # Host requirements (installed with apt-get when missing, as root or with
 # passwordless sudo; otherwise the exact command is printed): qemu-system-x86
@@ -167,6 +167,10 @@ CMD=("$@")
 BOOT_TIMEOUT=${RDMACM_VM_BOOT_TIMEOUT:-300}
 GRACE=${RDMACM_VM_GRACE:-30}
 SMP=${RDMACM_VM_SMP:-2}
+# The emulated CPU without ERMS: with it, glibc and the kernel copy with
+# `rep movsb`, which TCG runs a byte at a time (64 KiB copies at 0.4 GB/s in
+# the guest, 2.2 GB/s without; performance-notes.md, "Copies in the guest").
+CPU=${RDMACM_VM_CPU:-max,-erms}
 if [ "$HOSTS" = 1 ]; then MEM=${RDMACM_VM_MEM:-2048}; else MEM=${RDMACM_VM_MEM:-1536}; fi
 
 INTERACTIVE=0
@@ -699,7 +703,7 @@ main() {
       declare -p CMD
     } >"$ctl/config.sh"
 
-    local args=(-accel tcg -cpu max -smp "$SMP" -m "$MEM" -nodefaults -no-user-config -display none
+    local args=(-accel tcg -cpu "$CPU" -smp "$SMP" -m "$MEM" -nodefaults -no-user-config -display none
       -vga none -no-reboot "${bios[@]}" -kernel "$kernel" -initrd "$INITRD" -append "$append"
       -virtfs "local,path=/,mount_tag=rdmacm_root,security_model=none,readonly=on,multidevs=remap"
       ${LOWER:+-virtfs "local,path=$(q9p "$LOWER"),mount_tag=rdmacm_lower,security_model=none,readonly=on"}
