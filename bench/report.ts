@@ -253,8 +253,10 @@ function rstreamCpuPerGib(size: number): number[] {
 const streamRuns = (prefix: string, kind: string, size: number) => collect(new RegExp(`^${prefix}-${kind}-${size}-r\\d+\\.json$`), json);
 const sockTs = (kind: string, size: number) => streamRuns('sock-ts', kind, size);
 const sockTcp = (kind: string, size: number) => streamRuns('sock-tcp', kind, size);
-const sockC = (kind: string, size: number) => collect(new RegExp(`^sock-c-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
-const sockCTcp = (kind: string, size: number) => collect(new RegExp(`^sock-ctcp-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
+/** rstream's result lines of the pairs named PREFIX-KIND-SIZE-rN.txt. */
+const rstreamRuns = (prefix: string, kind: string, size: number) => collect(new RegExp(`^${prefix}-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
+const sockC = (kind: string, size: number) => rstreamRuns('sock-c', kind, size);
+const sockCTcp = (kind: string, size: number) => rstreamRuns('sock-ctcp', kind, size);
 const sockets: Record<string, unknown> = {};
 raw_.sockets = sockets;
 const bwEvents = collect(/^c-bwev-65536-r\d+\.txt$/, perftest);
@@ -301,6 +303,38 @@ for (const size of [64, 4096]) {
   row(`  p99 ${size} B vs node:net TCP p99`, 'µs', pick(t, 'p99_us'), pick(n, 'p99_us'), '—', null, runs);
   // No RDMA on either side: what the guest charges a Node socket against C's over the same TCP.
   row(`  node:net TCP's mean ${size} B (TS column) vs rstream -T s (C over TCP)`, 'µs', pick(n, 'usec_per_xfer'), pick(cTcp, 'usec_per_xfer'), '—', null, `${n.length} TCP, ${cTcp.length} rstream -T s`);
+}
+{
+  // Across the link between two guests (bench/link.sh): the same pairs, host 0 serving, host 1 the client.
+  const link: Record<string, unknown> = {};
+  sockets.link = link;
+  const bwEventsLink = collect(/^link-c-bwev-65536-r\d+\.txt$/, perftest);
+  link.ib_send_bw_events_65536 = bwEventsLink;
+  for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
+    const t = streamRuns('link-sock-ts', 'bw', size);
+    const c = rstreamRuns('link-sock-c', 'bw', size);
+    const n = streamRuns('link-sock-tcp', 'bw', size);
+    link[`bw_${size}`] = { ts: t, rstream: c, tcp: n };
+    if (!t.length && !c.length && !n.length) continue;
+    const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
+    row(`two guests: throughput, ${label} writes (C: rstream -T b)`, 'MB/s', pick(t, 'mb_per_s'), median(c.map((line) => size / line.usec_per_xfer!)), '≥ 1.0×', (r) => r >= 1.0, runs);
+    if (size === 65536) {
+      row('  vs ib_send_bw -e 64 KiB (C: verbs on events)', 'MB/s', pick(t, 'mb_per_s'), pick(bwEventsLink, 'BW average[MB/sec]'), '≥ 0.9×', (r) => r >= 0.9, `${t.length} TS, ${bwEventsLink.length} C`);
+    }
+    row(`  vs node:net TCP, ${label} writes (C column: TCP)`, 'MB/s', pick(t, 'mb_per_s'), pick(n, 'mb_per_s'), '—', null, runs);
+    row(`  CPU s per GiB, the client (TS column) vs node:net TCP's`, 's', pick(t, 'cpu_s_per_gib'), pick(n, 'cpu_s_per_gib'), '—', null, runs);
+  }
+  for (const size of [64, 4096]) {
+    const t = streamRuns('link-sock-ts', 'lat', size);
+    const c = rstreamRuns('link-sock-c', 'lat', size);
+    const n = streamRuns('link-sock-tcp', 'lat', size);
+    link[`lat_${size}`] = { ts: t, rstream: c, tcp: n };
+    if (!t.length && !c.length && !n.length) continue;
+    const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
+    row(`two guests: ping-pong p50 ${size} B (C: rstream's mean)`, 'µs', pick(t, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, runs);
+    row(`  p50 ${size} B vs node:net TCP's`, 'µs', pick(t, 'p50_us'), pick(n, 'p50_us'), '—', null, runs);
+    row(`  p99 ${size} B vs node:net TCP's`, 'µs', pick(t, 'p99_us'), pick(n, 'p99_us'), '—', null, runs);
+  }
 }
 {
   // The same pair of TCP ping-pongs on the host's loopback, natively (bench/run.sh, where rstream is installed).

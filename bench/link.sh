@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The socket rows across a link: run by bench/run.sh on both guests of
+# `scripts/rxe-vm.sh --hosts 2` (host 0 serves, host 1 is the client), so
+# RoCE v2 and TCP both cross the virtual wire between them. The same runs as
+# bench/guest.sh's socket rows: rdmacm/net against rstream -T b and node:net
+# TCP, rstream's custom runs, and ib_send_bw -e at 64 KiB; their output files
+# are guest.sh's names with a `link-` prefix, in the run's raw folder (RAW).
+# Knobs: BENCH_SOCK_REPS (1) and the BENCH_SOCK_* sizes of bench/guest.sh,
+# BENCH_INLINE (0) for ib_send_bw, BENCH_APP (the build to run).
+set -uo pipefail
+RAW=${1:?usage: bench/link.sh RAW_DIR}
+APP=${BENCH_APP:-.}
+INLINE=${BENCH_INLINE:-0}
+SOCK_REPS=${BENCH_SOCK_REPS:-1}
+SOCK_LAT_N=${BENCH_SOCK_LAT_ITERS:-1000}
+SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-200}
+SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
+SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
+BW64K_N=${BENCH_BW64K_ITERS:-1000}
+HOST=${RDMACM_HOST_INDEX:?run through scripts/rxe-vm.sh --hosts 2}
+SHARED=${RDMACM_SHARED_DIR:?run through scripts/rxe-vm.sh --hosts 2}
+read -r SERVER_ADDR _ <<< "${RDMACM_TEST_ADDRS:?}"
+mkdir -p "$RAW"
+
+# say and listening: bench/pairs.sh.
+source bench/pairs.sh
+
+# link_pair NAME SERVER_CMD... -- CLIENT_CMD...: host 0 starts the server and
+# says so in the shared folder once it listens; host 1 waits for that, runs
+# the client into RAW/NAME and says it is done; host 0 waits (bounded) for
+# its server to end, output in RAW/NAME.server. Both wait at most 10 minutes.
+link_pair() {
+  local name=$1; shift
+  local server=() port=
+  while [ "$1" != -- ]; do server+=("$1"); shift; done
+  shift
+  local i
+  for ((i = 0; i < ${#server[@]} - 1; i++)); do [ "${server[i]}" = -p ] && port=${server[i + 1]}; done
+  if [ "$HOST" = 0 ]; then
+    "${server[@]}" > "$RAW/$name.server" 2>&1 &
+    local spid=$!
+    listening "$port"
+    touch "$SHARED/$name-listening"
+    local t=0
+    until [ -e "$SHARED/$name-done" ]; do t=$((t + 1)); [ $t -ge 6000 ] && break; sleep 0.1; done
+    if ! timeout "${SERVER_LINGER:-60}" tail --pid=$spid -f /dev/null; then kill $spid 2> /dev/null; say "link: the server of $name did not end"; fi
+    wait $spid 2> /dev/null
+  else
+    local t=0
+    until [ -e "$SHARED/$name-listening" ]; do t=$((t + 1)); [ $t -ge 6000 ] && { say "link: no server for $name"; touch "$SHARED/$name-done"; return; }; sleep 0.1; done
+    timeout 600 "$@" > "$RAW/$name" 2> "$RAW/$name.err" || say "FAILED across the link: $* (see $RAW/$name.err)"
+    touch "$SHARED/$name-done"
+  fi
+}
+
+tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
+port=7900
+for r in $(seq 1 "$SOCK_REPS"); do
+  for spec in "bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N"; do
+    set -- $spec
+    kind=$1 size=$2 n=$3
+    if [ "$kind" = bw ]; then run=(-S "$size" -C "$n" -I 1) warm=(-w 1); else run=(-S "$size" -C 1 -I "$n") warm=(-w "$SOCK_LAT_W"); fi
+    [ "$HOST" = 1 ] && say "link: $kind $size B, run $r: rdmacm/net, rstream -T b, node:net TCP"
+    port=$((port + 1)); link_pair "link-sock-ts-$kind-$size-r$r.json" $(tss -l "$SERVER_ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss "$SERVER_ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
+    port=$((port + 1)); link_pair "link-sock-c-$kind-$size-r$r.txt" rstream -b "$SERVER_ADDR" -p $port "${run[@]}" -T b -- rstream -s "$SERVER_ADDR" -p $port "${run[@]}" -T b
+    port=$((port + 1)); LISTEN=tcp link_pair "link-sock-tcp-$kind-$size-r$r.json" $(tss --tcp -l "$SERVER_ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss --tcp "$SERVER_ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
+  done
+  [ "$HOST" = 1 ] && say "link: ib_send_bw -e 65536 B, run $r"
+  port=$((port + 1)); link_pair "link-c-bwev-65536-r$r.txt" ib_send_bw -R -e -I "$INLINE" -r 2048 -s 65536 -n "$BW64K_N" -p $port -- ib_send_bw -R -e -I "$INLINE" -r 2048 -s 65536 -n "$BW64K_N" -p $port "$SERVER_ADDR"
+done
+[ "$HOST" = 1 ] && say "link: done"
+exit 0
