@@ -9,8 +9,8 @@
 # BENCH_BW64K_ITERS, BENCH_CONNS, BENCH_CONN_REPS, BENCH_CONN_ROUNDS (measured setup
 # rounds per process, default 5), BENCH_CONN_WARMUP (setup rounds before them,
 # default 30), BENCH_PIN (0: the busy-polling pairs unpinned), the socket rows'
-# BENCH_SOCK_* and BENCH_ONLY=sockets; BENCH_LINK=0 (no two-guest socket rows, bench/link.sh); RDMACM_VM_TIMEOUT
-# (default 1800 s).
+# BENCH_SOCK_* and BENCH_ONLY=sockets; BENCH_LINK=0 (no two-guest socket rows,
+# bench/link.sh); RDMACM_VM_TIMEOUT (default 1800 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -138,8 +138,8 @@ test('a name with an IPv4 and an IPv6 address, through the system resolver: a li
     assert.equal(named.address()!.address, first);
     const lookups: unknown[][] = [];
     // A long attempt timeout: the test is about order, not time. Under TCG the first attempt can outlast the default
-    // (250 ms, 500 from Node 26 on), and one lost connection request costs rdma_cm's response timeout, about 4 s a retry:
-    // 10 s gave way once (CI of 2026-11-28, Debian 13 guest).
+    // (250 ms, 500 from Node 26 on), and a Debian 13 guest's first IPv6 connection has taken about 10 s (10.1 and 10.4 s
+    // seen, cause not found), so 10 s gave way once (CI of 2026-11-28).
     const direct = connect({ host: name!, port: named.address()!.port, autoSelectFamilyAttemptTimeout: 30_000 });
     direct.on('lookup', (...args: unknown[]) => lookups.push(args));
     const directAttempts = attemptsOf(direct);
