@@ -48,11 +48,6 @@ APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ a
 # pairs in one guest session, 2026-11-24).
 INLINE=${BENCH_INLINE:-0}
 ONLY=${BENCH_ONLY:-}
-SOCK_REPS=${BENCH_SOCK_REPS:-1}
-SOCK_LAT_N=${BENCH_SOCK_LAT_ITERS:-1000}
-SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-200}
-SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
-SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
 SOCK_CONNS=${BENCH_SOCK_CONNS:-30}
 SOCK_HEAP_MIB=${BENCH_SOCK_HEAP_MIB:-256}
 SOCK_CPU_I=${BENCH_SOCK_CPU_ITERS:-4}
@@ -60,6 +55,8 @@ port=7600
 
 # say, listening and pair: bench/pairs.sh (bench/run.sh uses them too).
 source bench/pairs.sh
+# The socket runs, their knobs and tss: bench/socket-runs.sh (bench/link.sh uses them too).
+source bench/socket-runs.sh
 
 ts() { echo node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 # The same with bound calls, which are opt-in (src/ffi/bound-call.ts): their row says what they gain end to end.
@@ -139,17 +136,16 @@ fi
 # CPU time: `rdmacm bench stream` reports its own over the timed interval;
 # rstream's comes from bench/cpu-time.sh around each process, run twice (-I 1
 # and -I $SOCK_CPU_I) so that the difference is the extra bytes' alone.
-tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
 # rstream_pair OUT RSTREAM_ARGS...: an rstream server and client on the next port, each timed into OUT.cpu-server and OUT.cpu-client.
 rstream_pair() {
   local out=$1; shift
   port=$((port + 1)); pair "$out" bash bench/cpu-time.sh "$out.cpu-server" rstream -b "$ADDR" -p $port "$@" -- bash bench/cpu-time.sh "$out.cpu-client" rstream -s "$ADDR" -p $port "$@"
 }
 for r in $(seq 1 "$SOCK_REPS"); do
-  for spec in "bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N"; do
+  for spec in "${SOCK_SPECS[@]}"; do
     set -- $spec
     kind=$1 size=$2 n=$3
-    if [ "$kind" = bw ]; then run=(-S "$size" -C "$n" -I 1) warm=(-w 1); else run=(-S "$size" -C 1 -I "$n") warm=(-w "$SOCK_LAT_W"); fi
+    socket_run "$kind" "$size" "$n"
     say "sockets: $kind $size B, run $r: rdmacm/net, rstream -T b$([ "$kind" = bw ] && echo ', rdmacm/net with onread'), node:net TCP$([ "$kind" = lat ] && echo ', rstream -T s')"
     port=$((port + 1)); pair "$RAW/sock-ts-$kind-$size-r$r.json" $(tss -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
     rstream_pair "$RAW/sock-c-$kind-$size-r$r.txt" "${run[@]}" -T b

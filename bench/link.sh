@@ -5,25 +5,21 @@
 # bench/guest.sh's socket rows: rdmacm/net against rstream -T b and node:net
 # TCP, rstream's custom runs, and ib_send_bw -e at 64 KiB; their output files
 # are guest.sh's names with a `link-` prefix, in the run's raw folder (RAW).
-# Knobs: BENCH_SOCK_REPS (1) and the BENCH_SOCK_* sizes of bench/guest.sh,
+# Knobs: BENCH_SOCK_REPS (1) and the BENCH_SOCK_* sizes (bench/socket-runs.sh),
 # BENCH_INLINE (0) for ib_send_bw, BENCH_APP (the build to run).
 set -uo pipefail
 RAW=${1:?usage: bench/link.sh RAW_DIR}
 APP=${BENCH_APP:-.}
 INLINE=${BENCH_INLINE:-0}
-SOCK_REPS=${BENCH_SOCK_REPS:-1}
-SOCK_LAT_N=${BENCH_SOCK_LAT_ITERS:-1000}
-SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-200}
-SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
-SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
 BW64K_N=${BENCH_BW64K_ITERS:-1000}
 HOST=${RDMACM_HOST_INDEX:?run through scripts/rxe-vm.sh --hosts 2}
 SHARED=${RDMACM_SHARED_DIR:?run through scripts/rxe-vm.sh --hosts 2}
 read -r SERVER_ADDR _ <<< "${RDMACM_TEST_ADDRS:?}"
 mkdir -p "$RAW"
 
-# say and listening: bench/pairs.sh.
+# say and listening: bench/pairs.sh; the runs, their knobs and tss: bench/socket-runs.sh.
 source bench/pairs.sh
+source bench/socket-runs.sh
 
 # link_pair NAME SERVER_CMD... -- CLIENT_CMD...: host 0 starts the server and
 # says so in the shared folder once it listens; host 1 waits for that, runs
@@ -53,13 +49,12 @@ link_pair() {
   fi
 }
 
-tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
 port=7900
 for r in $(seq 1 "$SOCK_REPS"); do
-  for spec in "bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N"; do
+  for spec in "${SOCK_SPECS[@]}"; do
     set -- $spec
     kind=$1 size=$2 n=$3
-    if [ "$kind" = bw ]; then run=(-S "$size" -C "$n" -I 1) warm=(-w 1); else run=(-S "$size" -C 1 -I "$n") warm=(-w "$SOCK_LAT_W"); fi
+    socket_run "$kind" "$size" "$n"
     [ "$HOST" = 1 ] && say "link: $kind $size B, run $r: rdmacm/net, rstream -T b, node:net TCP"
     port=$((port + 1)); link_pair "link-sock-ts-$kind-$size-r$r.json" $(tss -l "$SERVER_ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss "$SERVER_ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
     port=$((port + 1)); link_pair "link-sock-c-$kind-$size-r$r.txt" rstream -b "$SERVER_ADDR" -p $port "${run[@]}" -T b -- rstream -s "$SERVER_ADDR" -p $port "${run[@]}" -T b

@@ -251,21 +251,18 @@ function rstreamCpuPerGib(size: number): number[] {
 }
 /** The client JSONs of the `rdmacm bench stream` pairs named PREFIX-KIND-SIZE-rN.json. */
 const streamRuns = (prefix: string, kind: string, size: number) => collect(new RegExp(`^${prefix}-${kind}-${size}-r\\d+\\.json$`), json);
-const sockTs = (kind: string, size: number) => streamRuns('sock-ts', kind, size);
-const sockTcp = (kind: string, size: number) => streamRuns('sock-tcp', kind, size);
 /** rstream's result lines of the pairs named PREFIX-KIND-SIZE-rN.txt. */
 const rstreamRuns = (prefix: string, kind: string, size: number) => collect(new RegExp(`^${prefix}-${kind}-${size}-r\\d+\\.txt$`), rstreamLine);
-const sockC = (kind: string, size: number) => rstreamRuns('sock-c', kind, size);
-const sockCTcp = (kind: string, size: number) => rstreamRuns('sock-ctcp', kind, size);
+/** One socket run's three pairs (bench/socket-runs.sh): rdmacm/net, rstream -T b and node:net TCP; WHERE is '' in one guest, 'link-' across two. */
+const socketRuns = (where: '' | 'link-', kind: string, size: number) => ({
+  ts: streamRuns(`${where}sock-ts`, kind, size), rstream: rstreamRuns(`${where}sock-c`, kind, size), tcp: streamRuns(`${where}sock-tcp`, kind, size),
+});
 const sockets: Record<string, unknown> = {};
 raw_.sockets = sockets;
 const bwEvents = collect(/^c-bwev-65536-r\d+\.txt$/, perftest);
 sockets.ib_send_bw_events_65536 = bwEvents;
 for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
-  const t = sockTs('bw', size);
-  const c = sockC('bw', size);
-  const n = sockTcp('bw', size);
-  sockets[`bw_${size}`] = { ts: t, rstream: c, tcp: n };
+  const { ts: t, rstream: c, tcp: n } = (sockets[`bw_${size}`] = socketRuns('', 'bw', size));
   // rstream prints Gb/sec to two decimals; its usec/xfer is finer: SIZE bytes per xfer time is its MB/s.
   const rstreamMbps = median(c.map((row) => size / row.usec_per_xfer!));
   const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
@@ -289,10 +286,8 @@ for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
   row(`  CPU s per GiB, both sides (C: rstream -T b)`, 's', median(onreadCpu), median(cpu.rstream), '—', null, `${onreadCpu.length} TS onread, ${cpu.rstream.length} rstream`);
 }
 for (const size of [64, 4096]) {
-  const t = sockTs('lat', size);
-  const c = sockC('lat', size);
-  const n = sockTcp('lat', size);
-  const cTcp = sockCTcp('lat', size);
+  const { ts: t, rstream: c, tcp: n } = socketRuns('', 'lat', size);
+  const cTcp = rstreamRuns('sock-ctcp', 'lat', size);
   sockets[`lat_${size}`] = { ts: t, rstream: c, tcp: n, rstream_tcp: cTcp };
   const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
   // rstream prints only its mean (usec/xfer: half the round trip with -C 1): the p50 is held against that.
@@ -311,10 +306,7 @@ for (const size of [64, 4096]) {
   const bwEventsLink = collect(/^link-c-bwev-65536-r\d+\.txt$/, perftest);
   link.ib_send_bw_events_65536 = bwEventsLink;
   for (const [size, label] of [[65536, '64 KiB'], [1048576, '1 MiB']] as const) {
-    const t = streamRuns('link-sock-ts', 'bw', size);
-    const c = rstreamRuns('link-sock-c', 'bw', size);
-    const n = streamRuns('link-sock-tcp', 'bw', size);
-    link[`bw_${size}`] = { ts: t, rstream: c, tcp: n };
+    const { ts: t, rstream: c, tcp: n } = (link[`bw_${size}`] = socketRuns('link-', 'bw', size));
     if (!t.length && !c.length && !n.length) continue;
     const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
     row(`two guests: throughput, ${label} writes (C: rstream -T b)`, 'MB/s', pick(t, 'mb_per_s'), median(c.map((line) => size / line.usec_per_xfer!)), '≥ 1.0×', (r) => r >= 1.0, runs);
@@ -325,10 +317,7 @@ for (const size of [64, 4096]) {
     row(`  CPU s per GiB, the client (TS column) vs node:net TCP's`, 's', pick(t, 'cpu_s_per_gib'), pick(n, 'cpu_s_per_gib'), '—', null, runs);
   }
   for (const size of [64, 4096]) {
-    const t = streamRuns('link-sock-ts', 'lat', size);
-    const c = rstreamRuns('link-sock-c', 'lat', size);
-    const n = streamRuns('link-sock-tcp', 'lat', size);
-    link[`lat_${size}`] = { ts: t, rstream: c, tcp: n };
+    const { ts: t, rstream: c, tcp: n } = (link[`lat_${size}`] = socketRuns('link-', 'lat', size));
     if (!t.length && !c.length && !n.length) continue;
     const runs = `${t.length} TS, ${c.length} rstream, ${n.length} TCP`;
     row(`two guests: ping-pong p50 ${size} B (C: rstream's mean)`, 'µs', pick(t, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, runs);

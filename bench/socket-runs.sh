@@ -1,0 +1,16 @@
+# The socket rows' runs, for bench/guest.sh (one guest) and bench/link.sh (two
+# guests), sourced: rstream's custom runs (-S SIZE -C COUNT -I ITERS), the
+# knobs' defaults (bench/guest.sh's header lists them) and `tss`, which spells
+# `rdmacm bench stream` of the build under test ($APP).
+SOCK_REPS=${BENCH_SOCK_REPS:-1}
+SOCK_LAT_N=${BENCH_SOCK_LAT_ITERS:-1000}
+SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-200}
+SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
+SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
+# Each "KIND SIZE COUNT": throughput at 64 KiB and 1 MiB writes, ping-pong at 64 B and 4 KiB.
+SOCK_SPECS=("bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N")
+# socket_run KIND SIZE COUNT: sets run (rstream's -S -C -I, the same for both tools) and warm (the TS pairs' warm-up, -w).
+socket_run() {
+  if [ "$1" = bw ]; then run=(-S "$2" -C "$3" -I 1) warm=(-w 1); else run=(-S "$2" -C 1 -I "$3") warm=(-w "$SOCK_LAT_W"); fi
+}
+tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
