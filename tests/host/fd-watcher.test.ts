@@ -1,13 +1,16 @@
 // FdWatcher on a FIFO (no device needed): it calls back on every write while
-// interest holds, never after close(); a poll error reaches its owner; a
+// interest holds, never after close(); what the callback queues runs right
+// after it, on every Node line; a poll error reaches its owner; a
 // watcher nobody is interested in lets the process end, and a worker thread
 // may exit with a watch running.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FdWatcher } from '../../src/api/core/fd-watcher.js';
+import { packageRoot } from '../../src/package-info.js';
 import { Fifo, makeFifo } from '../support/fifo.js';
 
 /** `promise`, or 'pending' if it has not settled within `ms` (the timer does not hold the process). */
@@ -88,19 +91,29 @@ test('a poll error reaches the owner, and renewed interest watches again', async
   }
 });
 
-/** Runs a script of tests/support in its own process, which must end by itself (status 0) and print `expected`. */
-function runAlone(nodeArgs: string[], script: string, expected: string, timeoutMs: number): void {
+/** Runs a script of tests/support in its own process, which must end by itself (status 0); what it printed. */
+function runAlone(nodeArgs: string[], script: string, timeoutMs: number): string {
   const path = fileURLToPath(new URL(`../support/${script}`, import.meta.url));
   const result = spawnSync(process.execPath, [...nodeArgs, path], { encoding: 'utf8', timeout: timeoutMs });
   assert.equal(result.signal, null, `the process did not end by itself, or was killed: ${result.stderr}`);
   assert.equal(result.status, 0, result.stderr);
-  assert.equal(result.stdout.trim(), expected);
+  return result.stdout.trim();
 }
 
 test('a watcher nobody is interested in does not keep the process alive', { timeout: 60_000 }, () => {
-  runAlone(['--import', 'tsx'], 'idle-watcher.ts', 'idle', 30_000);
+  assert.equal(runAlone(['--import', 'tsx'], 'idle-watcher.ts', 30_000), 'idle');
 });
 
 test('process.exit() in a worker thread whose watch is running does not abort the process', { timeout: 120_000 }, () => {
-  runAlone([], 'exit-in-worker.mjs', 'survived 20', 90_000);
+  assert.equal(runAlone([], 'exit-in-worker.mjs', 90_000), 'survived 20');
+});
+
+test('what the callback queues (a nextTick, a promise it settles) runs right after it, not at the next timer: Node 26 drains neither after a koffi poll callback by itself', { timeout: 60_000 }, () => {
+  // The built script under plain node: tsx's loader, in the child, drains the queues by itself.
+  const script = join(packageRoot(), 'dist/tests/support/callback-queues.js');
+  const result = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
+  assert.equal(result.status, 0, `${result.stderr} (a stale dist/? run npm run build)`);
+  const delays = JSON.parse(result.stdout) as { reaction: number; nextTick: number };
+  assert.ok(delays.reaction < 1000, `the promise's reaction ran ${delays.reaction.toFixed(1)} ms after the callback`);
+  assert.ok(delays.nextTick > 0 && delays.nextTick < 1000, `the nextTick ran ${delays.nextTick.toFixed(1)} ms after the callback`);
 });

@@ -47,6 +47,21 @@ function stopWatchesOnExit(): void {
 /** Watchers created and not yet closed. */
 let openWatchers = 0;
 
+/**
+ * Node 26 runs neither the nextTick queue nor promise reactions after a koffi
+ * poll callback (koffi calls it with napi_call_function, outside a callback
+ * scope); Node 20 to 25 drain both there. So what a callback settled waited
+ * for the next timer or I/O: an rdmacm/net refusal took 10-30 s to report. An
+ * immediate, at most one per turn of the loop, ends the turn with Node's own
+ * drain. Decided by version, not probed: a probe fooled by another callback's
+ * drain would bring the stalls back.
+ */
+const drainAfterCallbacks = Number(process.versions.node.split('.')[0]) >= 26;
+let drainScheduled = false;
+const drained = (): void => {
+  drainScheduled = false;
+};
+
 export class FdWatcher {
   /** Watchers created and not yet closed (a leak check for tests). */
   static get open(): number {
@@ -104,6 +119,10 @@ export class FdWatcher {
    */
   readonly #polled = ((status: number): void => {
     if (status < 0) started.delete(this);
+    if (drainAfterCallbacks && !drainScheduled) {
+      drainScheduled = true;
+      setImmediate(drained);
+    }
     this.onReadable();
   }) as unknown as (events: koffiNode.PollEvents) => void;
 

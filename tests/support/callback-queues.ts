@@ -1,0 +1,30 @@
+// Run built, under plain node, by tests/host/fd-watcher.test.ts: a watcher's callback queues a nextTick
+// and settles a promise, with a 3 s timer the only other thing on the loop
+// (under node:test the runner's own I/O would drain the queues), as a channel
+// that other operations still wait on does. Prints how long after the callback
+// each ran, in ms, as JSON.
+import { FdWatcher } from '../../src/api/core/fd-watcher.js';
+import { Fifo } from './fifo.js';
+
+const fifo = new Fifo();
+let calledAt = 0;
+let tickAt = 0;
+const timer = setTimeout(() => {}, 3000);
+let woken: () => void = () => {};
+// Interest is kept through the callback: losing it schedules an immediate, which would drain the queues anyway.
+const watcher = new FdWatcher(fifo.fd, () => {
+  fifo.drain();
+  calledAt = performance.now();
+  process.nextTick(() => (tickAt = performance.now()));
+  woken();
+});
+watcher.setInterest(true);
+await new Promise<void>((resolve) => {
+  woken = resolve;
+  fifo.write(1);
+});
+const continuedAt = performance.now();
+clearTimeout(timer);
+watcher.close();
+fifo.close();
+console.log(JSON.stringify({ reaction: continuedAt - calledAt, nextTick: tickAt - calledAt }));
