@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { connect, createServer, type RdmaServer, type RdmaSocket } from '../../src/net/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
@@ -376,6 +376,17 @@ test('connecting where nothing listens fails with ECONNREFUSED, the librdmacm ca
   assert.equal(error.address, deviceAddress());
   assert.ok(error.cause instanceof Error);
   await closed;
+});
+
+test('refusals come at once, not at the 10 s connect timeout, in a process whose server listens meanwhile', { timeout: 120_000 }, () => {
+  // On Node 26, before rdmacm drained Node's queues after its fd callbacks, the second and third refusal waited for
+  // the connect timeout's timer (10-30 s), as the channel's other waiter (the listener) kept its watch running.
+  const script = fileURLToPath(new URL('../support/refusals.js', import.meta.url));
+  const result = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 100_000 });
+  assert.equal(result.status, 0, result.stderr);
+  const attempts = JSON.parse(result.stdout) as { code: string; ms: number }[];
+  assert.deepEqual(attempts.map((a) => a.code), ['ECONNREFUSED', 'ECONNREFUSED', 'ECONNREFUSED']);
+  for (const [i, { ms }] of attempts.entries()) assert.ok(ms < 5000, `attempt ${i + 1}: refused after ${ms} ms`);
 });
 
 test('listening on a port in use emits EADDRINUSE', { timeout: 30_000 }, async () => {
