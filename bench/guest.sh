@@ -15,7 +15,7 @@
 # (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
 # BENCH_PIN (1: the busy-polling pairs run the server on CPU 0, the client on CPU 1),
 # BENCH_INLINE (bytes sent inline, by both tools: -I; 0, as perftest chooses on rxe).
-# Sockets (rdmacm/net against rstream and node:net TCP): BENCH_SOCK_REPS (1),
+# Sockets (rdmacm/net against rstream and node:net TCP): BENCH_SOCK_REPS (3),
 # BENCH_SOCK_LAT_ITERS (1000 round trips at 64 B and 4 KiB, after
 # BENCH_SOCK_LAT_WARMUP, 200, for the TS pairs), BENCH_SOCK_BW64K_COUNT (128 writes
 # of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (8 writes of 1 MiB each way; the TS

@@ -5,7 +5,7 @@
 # bench/guest.sh's socket rows: rdmacm/net against rstream -T b and node:net
 # TCP, rstream's custom runs, and ib_send_bw -e at 64 KiB; their output files
 # are guest.sh's names with a `link-` prefix, in the run's raw folder (RAW).
-# Knobs: BENCH_SOCK_REPS (1) and the BENCH_SOCK_* sizes (bench/socket-runs.sh),
+# Knobs: BENCH_SOCK_REPS (3) and the BENCH_SOCK_* sizes (bench/socket-runs.sh),
 # BENCH_INLINE (0) for ib_send_bw, BENCH_APP (the build to run).
 set -uo pipefail
 RAW=${1:?usage: bench/link.sh RAW_DIR}
