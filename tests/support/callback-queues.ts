@@ -1,8 +1,8 @@
-// Run built, under plain node, by tests/host/fd-watcher.test.ts: a watcher's callback queues a nextTick
-// and settles a promise, with a 3 s timer the only other thing on the loop
-// (under node:test the runner's own I/O would drain the queues), as a channel
-// that other operations still wait on does. Prints how long after the callback
-// each ran, in ms, as JSON.
+// Run built, under plain node, by tests/host/fd-watcher.test.ts: a watcher's
+// callback queues a nextTick and settles a promise, with a 3 s timer the only
+// other thing on the loop (under node:test the runner's own I/O would drain the
+// queues), as on a channel that other operations still wait on. Prints how long
+// after the callback each ran, in ms, as JSON.
 import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { Fifo } from './fifo.js';
 
