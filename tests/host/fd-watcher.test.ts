@@ -91,9 +91,11 @@ test('a poll error reaches the owner, and renewed interest watches again', async
   }
 });
 
-/** Runs a script of tests/support in its own process, which must end by itself (status 0); what it printed. */
-function runAlone(nodeArgs: string[], script: string, timeoutMs: number): string {
-  const path = fileURLToPath(new URL(`../support/${script}`, import.meta.url));
+/** A script of tests/support, beside this file (under tsx) or built. */
+const supportScript = (script: string) => fileURLToPath(new URL(`../support/${script}`, import.meta.url));
+
+/** Runs the script at `path` in its own process, which must end by itself (status 0); what it printed. */
+function runAlone(nodeArgs: string[], path: string, timeoutMs: number): string {
   const result = spawnSync(process.execPath, [...nodeArgs, path], { encoding: 'utf8', timeout: timeoutMs });
   assert.equal(result.signal, null, `the process did not end by itself, or was killed: ${result.stderr}`);
   assert.equal(result.status, 0, result.stderr);
@@ -101,19 +103,16 @@ function runAlone(nodeArgs: string[], script: string, timeoutMs: number): string
 }
 
 test('a watcher nobody is interested in does not keep the process alive', { timeout: 60_000 }, () => {
-  assert.equal(runAlone(['--import', 'tsx'], 'idle-watcher.ts', 30_000), 'idle');
+  assert.equal(runAlone(['--import', 'tsx'], supportScript('idle-watcher.ts'), 30_000), 'idle');
 });
 
 test('process.exit() in a worker thread whose watch is running does not abort the process', { timeout: 120_000 }, () => {
-  assert.equal(runAlone([], 'exit-in-worker.mjs', 90_000), 'survived 20');
+  assert.equal(runAlone([], supportScript('exit-in-worker.mjs'), 90_000), 'survived 20');
 });
 
 test('what the callback queues (a nextTick, a promise it settles) runs right after it, not at the next timer: Node 26 drains neither after a koffi poll callback by itself', { timeout: 60_000 }, () => {
   // The built script under plain node: tsx's loader, in the child, drains the queues by itself.
-  const script = join(packageRoot(), 'dist/tests/support/callback-queues.js');
-  const result = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
-  assert.equal(result.status, 0, `${result.stderr} (a stale dist/? run npm run build)`);
-  const delays = JSON.parse(result.stdout) as { reaction: number; nextTick: number };
+  const delays = JSON.parse(runAlone([], join(packageRoot(), 'dist/tests/support/callback-queues.js'), 30_000)) as { reaction: number; nextTick: number };
   assert.ok(delays.reaction < 1000, `the promise's reaction ran ${delays.reaction.toFixed(1)} ms after the callback`);
   assert.ok(delays.nextTick > 0 && delays.nextTick < 1000, `the nextTick ran ${delays.nextTick.toFixed(1)} ms after the callback`);
 });
