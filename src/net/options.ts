@@ -115,7 +115,11 @@ const port = portRule<number | string>();
 /** node:net takes a local port as a number only. */
 const localPort = portRule<number>(undefined, false);
 // A refinement, not min/max: zod's length checks read the length of a non-string too (parseArgument catches what that throws, but names only 'options').
-const host = z.string().refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters');
+// A NUL byte is refused here on every Node, as Node ≥ 22 refuses it (Node 20 hands it to getaddrinfo).
+const host = z
+  .string()
+  .refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters')
+  .refine((name) => !name.includes('\0'), 'a host name has no NUL byte');
 
 /** node:net options with no meaning over RDMA, and why. */
 const REFUSED: Record<string, string> = {
@@ -172,7 +176,7 @@ export interface RdmaConnectOptions {
   /** The peer's port, 0–65535, or a string of its digits as node:net takes it (rdma_cm's TCP port space: rsockets' tools use 7471 and 7427). */
   readonly port: number | string;
   /**
-   * The peer's host name or address, 1–255 characters.
+   * The peer's host name or address, 1–255 characters, no NUL byte.
    * @defaultValue 'localhost' (which no RDMA device serves: give the peer's address)
    */
   readonly host?: string;
@@ -298,7 +302,7 @@ export interface RdmaListenOptions {
   readonly port: number | string;
   /**
    * The address to listen on, or a name (looked up as node:net looks it up:
-   * its first address), 1–255 characters.
+   * its first address), 1–255 characters, no NUL byte.
    * @defaultValue '::', every RDMA device's IPv4 and IPv6 addresses, as node:net's (or '0.0.0.0' where '::' cannot be bound)
    */
   readonly host?: string;

@@ -70,7 +70,7 @@ const isMs: Rule = (value) => isInt(value, 0, MAX_MS);
 const isPort: Rule = (value) => isInt(value, 0, 65535);
 /** A port as node:net takes one outside localPort: 0–65535, as a number or a string of digits. */
 const isPositionalPort: Rule = (value) => isPort(value) || (typeof value === 'string' && /^\d+$/.test(value) && Number(value) <= 65535);
-const isHost: Rule = (value) => typeof value === 'string' && value.length >= 1 && value.length <= 255;
+const isHost: Rule = (value) => typeof value === 'string' && value.length >= 1 && value.length <= 255 && !value.includes('\0');
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!;
 const isSignal: Rule = (value) => {
   try {
