@@ -93,6 +93,13 @@ for r in $(seq 1 "$REPS"); do
     port=$((port + 1)); pair "$RAW/ts-lat-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --wait $wait --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
   done
   port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
+  # The same ping-pong in C, waiting on libuv as a Node process does (built by bench/run.sh).
+  if [ -x "$APP/uv-pingpong" ]; then
+    say "lat 2 B in C on libuv (bench/uv-pingpong.c), run $r"
+    port=$((port + 1)); pair "$RAW/c-uvlat-2-r$r.json" "$APP/uv-pingpong" -s -w 1000 -n $LAT_EV_N -p $port -- "$APP/uv-pingpong" -w 1000 -n $LAT_EV_N -p $port "$ADDR"
+  else
+    say "no $APP/uv-pingpong (bench/build-uv-pingpong.sh did not build it): the C-on-libuv rows stay empty"
+  fi
   for size in 64 65536; do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"

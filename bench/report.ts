@@ -141,6 +141,14 @@ for (const size of [2, 4096]) {
     if (wait === 'busy-poll') row('busy-poll: lat p99.9 2 B', 'µs', pick(t, 'p999_us'), pick(versus, '99.9% percentile[usec]'), '≤ 3×', (r) => r <= 3, runs);
     row(`${wait}: 1 ms timer's p99 lateness beside it`, 'ms', pick(t, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${t.length} TS`);
   }
+  // The same ping-pong in C on libuv (bench/uv-pingpong.c): what waiting on an event loop costs without Node.
+  const events = collect(/^ts-lat-events-2-r\d+\.json$/, json);
+  const uv = collect(/^c-uvlat-2-r\d+\.json$/, json);
+  raw_.lat_uv_2 = uv;
+  const uvRuns = `${events.length} TS, ${uv.length} C on libuv`;
+  row('events: lat p50 2 B vs C on libuv (bench/uv-pingpong.c)', 'µs', pick(events, 'p50_us'), pick(uv, 'p50_us'), '—', null, uvRuns);
+  row('events: lat p99 2 B vs C on libuv', 'µs', pick(events, 'p99_us'), pick(uv, 'p99_us'), '—', null, uvRuns);
+  row('  C on libuv\'s p50 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uv, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, `${uv.length} C on libuv, ${c.length} C`);
 }
 for (const size of [64, 65536]) {
   const t = tsBw(size);

@@ -28,6 +28,8 @@ mkdir -p "$raw"
 mkdir -p "$raw/app"
 cp -r bin dist package.json "$raw/app/"
 app=$raw/app
+# The events mode's C floor on libuv (bench/uv-pingpong.c), run beside it in the guest.
+bash bench/build-uv-pingpong.sh "$app/uv-pingpong" || echo "bench: bench/uv-pingpong.c did not build; its rows stay empty" >&2
 
 echo "bench: the JS side of post/poll on this host (no device needed)" >&2
 node "$app/dist/bench/overhead.js" --json > "$raw/overhead.json"

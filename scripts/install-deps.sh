@@ -8,15 +8,16 @@
 # runtime: rdma-core's libraries (librdmacm.so.1, libibverbs.so.1, providers).
 # test:    runtime + the C headers and gcc for the layout test, musl-gcc for the
 #          musl tests and the aarch64 cross compiler and qemu-user for the arm64
-#          layout test (Debian), and rdma-core's tools used as peers
+#          layout test (Debian), libuv's headers (the bench's C program on
+#          libuv, bench/uv-pingpong.c), and rdma-core's tools used as peers
 #          (rdma_server/rdma_client, rping, perftest), and openssl (a test certificate).
 set -euo pipefail
 
 profile=${1:-test}
 debian_runtime=(librdmacm1 libibverbs1 ibverbs-providers)
-debian_test=("${debian_runtime[@]}" librdmacm-dev libibverbs-dev gcc libc6-dev musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++6-arm64-cross qemu-user rdmacm-utils ibverbs-utils perftest iproute2 openssl)
+debian_test=("${debian_runtime[@]}" librdmacm-dev libibverbs-dev libuv1-dev gcc libc6-dev musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross libstdc++6-arm64-cross qemu-user rdmacm-utils ibverbs-utils perftest iproute2 openssl)
 fedora_runtime=(librdmacm libibverbs)
-fedora_test=("${fedora_runtime[@]}" rdma-core-devel gcc librdmacm-utils libibverbs-utils perftest iproute openssl)
+fedora_test=("${fedora_runtime[@]}" rdma-core-devel libuv-devel gcc librdmacm-utils libibverbs-utils perftest iproute openssl)
 
 as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"
