@@ -63,6 +63,14 @@ ts() { echo node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 ts_bound() { echo env RDMACM_BOUND_CALLS=1 node "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 # The same in node --single-threaded: V8 runs no helper threads on the pinned CPU (performance-notes.md, "The busy-poll tail").
 ts_single() { echo node --single-threaded "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
+# The same on the newest Node line (BENCH_NEXT_NODE_BIN, set by bench/run.sh), copied out of the 9p share first.
+NEXT_NODE=
+if [ -x "${BENCH_NEXT_NODE_BIN:-}" ]; then
+  mkdir -p /tmp/bench-next-node && cp "$BENCH_NEXT_NODE_BIN" /tmp/bench-next-node/node && NEXT_NODE=/tmp/bench-next-node/node
+  NEXT_NODE_VERSION=$("$NEXT_NODE" --version)
+  echo "$NEXT_NODE_VERSION" > "$RAW/next-node-version.txt"
+fi
+ts_next() { echo "$NEXT_NODE" "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 
 # The ping-pong and streaming pairs busy-poll on both sides: each side gets a
 # CPU of its own, the TS and the C pair alike. Unpinned in the 2-CPU guest on
@@ -93,6 +101,11 @@ for r in $(seq 1 "$REPS"); do
     port=$((port + 1)); pair "$RAW/ts-lat-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --wait $wait --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
   done
   port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
+  # The events mode on the newest Node line too (bench/run.sh fetches it): Node 20's wake-up path is the slowest.
+  if [ -n "$NEXT_NODE" ]; then
+    say "lat 2 B on the event loop (events) on Node $NEXT_NODE_VERSION, run $r"
+    port=$((port + 1)); pair "$RAW/ts-lat-events-next-2-r$r.json" $(ts_next lat --wait events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts_next lat --wait events --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+  fi
   # The same ping-pong in C, waiting on libuv as a Node process does (built by bench/run.sh).
   if [ -x "$APP/uv-pingpong" ]; then
     say "lat 2 B in C on libuv (bench/uv-pingpong.c), run $r"

@@ -141,6 +141,14 @@ for (const size of [2, 4096]) {
     if (wait === 'busy-poll') row('busy-poll: lat p99.9 2 B', 'µs', pick(t, 'p999_us'), pick(versus, '99.9% percentile[usec]'), '≤ 3×', (r) => r <= 3, runs);
     row(`${wait}: 1 ms timer's p99 lateness beside it`, 'ms', pick(t, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${t.length} TS`);
   }
+  // The events mode on the newest Node line (bench/guest.sh's NEXT_NODE), against the same C.
+  const next = collect(/^ts-lat-events-next-2-r\d+\.json$/, json);
+  const nextVersion = existsSync(join(raw, 'next-node-version.txt')) ? read('next-node-version.txt').trim() : 'the newest line';
+  raw_.lat_events_next_node_2 = { node: nextVersion, ts: next };
+  const nextRuns = `${next.length} TS, ${c.length} C`;
+  row(`events on Node ${nextVersion}: lat p50 2 B (C: ib_send_lat -e t_typical)`, 'µs', pick(next, 'p50_us'), pick(c, 't_typical[usec]'), '≤ 1.5×', (r) => r <= 1.5, nextRuns);
+  row(`events on Node ${nextVersion}: lat p99 2 B`, 'µs', pick(next, 'p99_us'), pick(c, '99% percentile[usec]'), '≤ 2×', (r) => r <= 2, nextRuns);
+  row(`events on Node ${nextVersion}: 1 ms timer's p99 lateness beside it`, 'ms', pick(next, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${next.length} TS`);
   // The same ping-pong in C on libuv (bench/uv-pingpong.c): what waiting on an event loop costs without Node.
   const events = collect(/^ts-lat-events-2-r\d+\.json$/, json);
   const uv = collect(/^c-uvlat-2-r\d+\.json$/, json);
@@ -148,6 +156,7 @@ for (const size of [2, 4096]) {
   const uvRuns = `${events.length} TS, ${uv.length} C on libuv`;
   row('events: lat p50 2 B vs C on libuv (bench/uv-pingpong.c)', 'µs', pick(events, 'p50_us'), pick(uv, 'p50_us'), '—', null, uvRuns);
   row('events: lat p99 2 B vs C on libuv', 'µs', pick(events, 'p99_us'), pick(uv, 'p99_us'), '—', null, uvRuns);
+  row(`events on Node ${nextVersion}: lat p50 2 B vs C on libuv`, 'µs', pick(next, 'p50_us'), pick(uv, 'p50_us'), '—', null, `${next.length} TS, ${uv.length} C on libuv`);
   row('  C on libuv\'s p50 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uv, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, `${uv.length} C on libuv, ${c.length} C`);
 }
 for (const size of [64, 65536]) {

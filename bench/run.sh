@@ -10,7 +10,8 @@
 # rounds per process, default 5), BENCH_CONN_WARMUP (setup rounds before them,
 # default 30), BENCH_PIN (0: the busy-polling pairs unpinned), the socket rows'
 # BENCH_SOCK_* and BENCH_ONLY=sockets; BENCH_LINK=0 (no two-guest socket rows,
-# bench/link.sh); RDMACM_VM_TIMEOUT (default 1800 s).
+# bench/link.sh); BENCH_NEXT_NODE (the Node line of the second events row, default
+# 26; 0: none); RDMACM_VM_TIMEOUT (default 1800 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +31,12 @@ cp -r bin dist package.json "$raw/app/"
 app=$raw/app
 # The events mode's C floor on libuv (bench/uv-pingpong.c), run beside it in the guest.
 bash bench/build-uv-pingpong.sh "$app/uv-pingpong" || echo "bench: bench/uv-pingpong.c did not build; its rows stay empty" >&2
+# The events mode again on the newest Node line (scripts/node-release.sh, from the npm registry): how
+# much of a wake-up is Node's own shows in the difference. BENCH_NEXT_NODE=0 leaves those rows out.
+if [ "${BENCH_NEXT_NODE:-26}" != 0 ]; then
+  next_node=$(bash scripts/node-release.sh "${BENCH_NEXT_NODE:-26}") && export BENCH_NEXT_NODE_BIN=$next_node/bin/node ||
+    echo "bench: no Node ${BENCH_NEXT_NODE:-26} from the npm registry; its rows stay empty" >&2
+fi
 
 echo "bench: the JS side of post/poll on this host (no device needed)" >&2
 node "$app/dist/bench/overhead.js" --json > "$raw/overhead.json"
