@@ -71,6 +71,7 @@ if [ -x "${BENCH_NEXT_NODE_BIN:-}" ]; then
   echo "$NEXT_NODE_VERSION" > "$RAW/next-node-version.txt"
 fi
 ts_next() { echo "$NEXT_NODE" "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
+tss_next() { echo "$NEXT_NODE" "$APP/bin/rdmacm" bench stream "$@"; }
 
 # The ping-pong and streaming pairs busy-poll on both sides: each side gets a
 # CPU of its own, the TS and the C pair alike. Unpinned in the 2-CPU guest on
@@ -175,6 +176,10 @@ for r in $(seq 1 "$SOCK_REPS"); do
       port=$((port + 1)); pair "$RAW/sock-tsonread-$kind-$size-r$r.json" $(tss -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --onread --json) -- $(tss "$ADDR" -p $port "${run[@]}" "${warm[@]}" --onread --json)
     fi
     port=$((port + 1)); LISTEN=tcp pair "$RAW/sock-tcp-$kind-$size-r$r.json" $(tss --tcp -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss --tcp "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
+    if [ "$kind" = lat ] && [ "$size" = 64 ] && [ -n "$NEXT_NODE" ]; then
+      # The same rdmacm/net pair on the newest Node line: a sleeping socket's wake-up is mostly Node's own (performance-notes.md).
+      port=$((port + 1)); pair "$RAW/sock-tsnext-$kind-$size-r$r.json" $(tss_next -l "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json) -- $(tss_next "$ADDR" -p $port "${run[@]}" "${warm[@]}" --json)
+    fi
     if [ "$kind" = lat ]; then
       # rstream's own TCP (-T s), blocking as above: C over the same TCP, so node:net's row beside it shows what this guest charges any Node socket.
       port=$((port + 1)); LISTEN=tcp pair "$RAW/sock-ctcp-$kind-$size-r$r.txt" rstream -T s -b "$ADDR" -p $port "${run[@]}" -T b -- rstream -T s -s "$ADDR" -p $port "${run[@]}" -T b

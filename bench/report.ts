@@ -91,6 +91,8 @@ function row(figure: string, unit: string, ts: number | null, c: number | null, 
 }
 
 const raw_: Record<string, unknown> = {};
+/** The Node line of the events and socket rows run on a second Node (bench/guest.sh's NEXT_NODE). */
+const nextNodeVersion = existsSync(join(raw, 'next-node-version.txt')) ? read('next-node-version.txt').trim() : 'the newest line';
 for (const size of [2, 4096]) {
   const t = tsLat(size);
   const c = cLat(size);
@@ -143,12 +145,11 @@ for (const size of [2, 4096]) {
   }
   // The events mode on the newest Node line (bench/guest.sh's NEXT_NODE), against the same C.
   const next = collect(/^ts-lat-events-next-2-r\d+\.json$/, json);
-  const nextVersion = existsSync(join(raw, 'next-node-version.txt')) ? read('next-node-version.txt').trim() : 'the newest line';
-  raw_.lat_events_next_node_2 = { node: nextVersion, ts: next };
+  raw_.lat_events_next_node_2 = { node: nextNodeVersion, ts: next };
   const nextRuns = `${next.length} TS, ${c.length} C`;
-  row(`events on Node ${nextVersion}: lat p50 2 B (C: ib_send_lat -e t_typical)`, 'µs', pick(next, 'p50_us'), pick(c, 't_typical[usec]'), '≤ 1.5×', (r) => r <= 1.5, nextRuns);
-  row(`events on Node ${nextVersion}: lat p99 2 B`, 'µs', pick(next, 'p99_us'), pick(c, '99% percentile[usec]'), '≤ 2×', (r) => r <= 2, nextRuns);
-  row(`events on Node ${nextVersion}: 1 ms timer's p99 lateness beside it`, 'ms', pick(next, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${next.length} TS`);
+  row(`events on Node ${nextNodeVersion}: lat p50 2 B (C: ib_send_lat -e t_typical)`, 'µs', pick(next, 'p50_us'), pick(c, 't_typical[usec]'), '≤ 1.5×', (r) => r <= 1.5, nextRuns);
+  row(`events on Node ${nextNodeVersion}: lat p99 2 B`, 'µs', pick(next, 'p99_us'), pick(c, '99% percentile[usec]'), '≤ 2×', (r) => r <= 2, nextRuns);
+  row(`events on Node ${nextNodeVersion}: 1 ms timer's p99 lateness beside it`, 'ms', pick(next, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${next.length} TS`);
   // The same ping-pong in C on libuv (bench/uv-pingpong.c): what waiting on an event loop costs without Node.
   const events = collect(/^ts-lat-events-2-r\d+\.json$/, json);
   const uv = collect(/^c-uvlat-2-r\d+\.json$/, json);
@@ -156,7 +157,7 @@ for (const size of [2, 4096]) {
   const uvRuns = `${events.length} TS, ${uv.length} C on libuv`;
   row('events: lat p50 2 B vs C on libuv (bench/uv-pingpong.c)', 'µs', pick(events, 'p50_us'), pick(uv, 'p50_us'), '—', null, uvRuns);
   row('events: lat p99 2 B vs C on libuv', 'µs', pick(events, 'p99_us'), pick(uv, 'p99_us'), '—', null, uvRuns);
-  row(`events on Node ${nextVersion}: lat p50 2 B vs C on libuv`, 'µs', pick(next, 'p50_us'), pick(uv, 'p50_us'), '—', null, `${next.length} TS, ${uv.length} C on libuv`);
+  row(`events on Node ${nextNodeVersion}: lat p50 2 B vs C on libuv`, 'µs', pick(next, 'p50_us'), pick(uv, 'p50_us'), '—', null, `${next.length} TS, ${uv.length} C on libuv`);
   row('  C on libuv\'s p50 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uv, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, `${uv.length} C on libuv, ${c.length} C`);
 }
 for (const size of [64, 65536]) {
@@ -315,7 +316,16 @@ for (const size of [64, 4096]) {
   row(`  p99 ${size} B vs node:net TCP p99`, 'µs', pick(t, 'p99_us'), pick(n, 'p99_us'), '—', null, runs);
   // No RDMA on either side: what the guest charges a Node socket against C's over the same TCP.
   row(`  node:net TCP's mean ${size} B (TS column) vs rstream -T s (C over TCP)`, 'µs', pick(n, 'usec_per_xfer'), pick(cTcp, 'usec_per_xfer'), '—', null, `${n.length} TCP, ${cTcp.length} rstream -T s`);
+}// The 64 B ping-pong on the newest Node line too (bench/guest.sh's NEXT_NODE).
+{
+  const next = streamRuns('sock-tsnext', 'lat', 64);
+  const c = rstreamRuns('sock-c', 'lat', 64);
+  sockets.lat_64_next_node = { node: nextNodeVersion, ts: next };
+  const runs = `${next.length} TS, ${c.length} rstream`;
+  row(`sockets on Node ${nextNodeVersion}: ping-pong p50 64 B (C: rstream's mean)`, 'µs', pick(next, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, runs);
+  row(`  p99 64 B on Node ${nextNodeVersion} (rstream prints none)`, 'µs', pick(next, 'p99_us'), null, '—', null, `${next.length} TS`);
 }
+
 {
   // Across the link between two guests (bench/link.sh): the same pairs, host 0 serving, host 1 the client.
   const link: Record<string, unknown> = {};
