@@ -316,7 +316,8 @@ for (const size of [64, 4096]) {
   row(`  p99 ${size} B vs node:net TCP p99`, 'µs', pick(t, 'p99_us'), pick(n, 'p99_us'), '—', null, runs);
   // No RDMA on either side: what the guest charges a Node socket against C's over the same TCP.
   row(`  node:net TCP's mean ${size} B (TS column) vs rstream -T s (C over TCP)`, 'µs', pick(n, 'usec_per_xfer'), pick(cTcp, 'usec_per_xfer'), '—', null, `${n.length} TCP, ${cTcp.length} rstream -T s`);
-}// The 64 B ping-pong on the newest Node line too (bench/guest.sh's NEXT_NODE).
+}
+// The 64 B ping-pong on the newest Node line too (bench/guest.sh's NEXT_NODE).
 {
   const next = streamRuns('sock-tsnext', 'lat', 64);
   const c = rstreamRuns('sock-c', 'lat', 64);
@@ -325,7 +326,6 @@ for (const size of [64, 4096]) {
   row(`sockets on Node ${nextNodeVersion}: ping-pong p50 64 B (C: rstream's mean)`, 'µs', pick(next, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, runs);
   row(`  p99 64 B on Node ${nextNodeVersion} (rstream prints none)`, 'µs', pick(next, 'p99_us'), null, '—', null, `${next.length} TS`);
 }
-
 {
   // Across the link between two guests (bench/link.sh): the same pairs, host 0 serving, host 1 the client.
   const link: Record<string, unknown> = {};
