@@ -131,8 +131,9 @@ for (const size of [2, 4096]) {
   const c = collect(/^c-latev-2-r\d+\.txt$/, perftest);
   const cBusy = cLat(2);
   const modes = { events: 'ib_send_lat -e', adaptive: 'ib_send_lat', 'busy-poll': 'ib_send_lat' } as const;
+  const tsByMode = Object.fromEntries(Object.keys(modes).map((wait) => [wait, collect(new RegExp(`^ts-lat-${wait}-2-r\\d+\\.json$`), json)]));
   for (const [wait, reference] of Object.entries(modes)) {
-    const t = collect(new RegExp(`^ts-lat-${wait}-2-r\\d+\\.json$`), json);
+    const t = tsByMode[wait]!;
     const versus = wait === 'events' ? c : cBusy;
     raw_[`lat_${wait.replace('-', '_')}_2`] = { ts: t, c: versus };
     const runs = `${t.length} TS, ${versus.length} C`;
@@ -151,7 +152,7 @@ for (const size of [2, 4096]) {
   row(`events on Node ${nextNodeVersion}: lat p99 2 B`, 'µs', pick(next, 'p99_us'), pick(c, '99% percentile[usec]'), '≤ 2×', (r) => r <= 2, nextRuns);
   row(`events on Node ${nextNodeVersion}: 1 ms timer's p99 lateness beside it`, 'ms', pick(next, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${next.length} TS`);
   // The same ping-pong in C on libuv (bench/uv-pingpong.c): what waiting on an event loop costs without Node.
-  const events = collect(/^ts-lat-events-2-r\d+\.json$/, json);
+  const events = tsByMode.events!;
   const uv = collect(/^c-uvlat-2-r\d+\.json$/, json);
   raw_.lat_uv_2 = uv;
   const uvRuns = `${events.length} TS, ${uv.length} C on libuv`;
@@ -316,14 +317,12 @@ for (const size of [64, 4096]) {
   row(`  p99 ${size} B vs node:net TCP p99`, 'µs', pick(t, 'p99_us'), pick(n, 'p99_us'), '—', null, runs);
   // No RDMA on either side: what the guest charges a Node socket against C's over the same TCP.
   row(`  node:net TCP's mean ${size} B (TS column) vs rstream -T s (C over TCP)`, 'µs', pick(n, 'usec_per_xfer'), pick(cTcp, 'usec_per_xfer'), '—', null, `${n.length} TCP, ${cTcp.length} rstream -T s`);
-}
-// The 64 B ping-pong on the newest Node line too (bench/guest.sh's NEXT_NODE).
-{
+  if (size !== 64) continue;
+  // The 64 B ping-pong on the newest Node line too (bench/guest.sh's NEXT_NODE), against the same rstream runs.
   const next = streamRuns('sock-tsnext', 'lat', 64);
-  const c = rstreamRuns('sock-c', 'lat', 64);
   sockets.lat_64_next_node = { node: nextNodeVersion, ts: next };
-  const runs = `${next.length} TS, ${c.length} rstream`;
-  row(`sockets on Node ${nextNodeVersion}: ping-pong p50 64 B (C: rstream's mean)`, 'µs', pick(next, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, runs);
+  const nextRuns = `${next.length} TS, ${c.length} rstream`;
+  row(`sockets on Node ${nextNodeVersion}: ping-pong p50 64 B (C: rstream's mean)`, 'µs', pick(next, 'p50_us'), pick(c, 'usec_per_xfer'), '≤ 1.3×', (r) => r <= 1.3, nextRuns);
   row(`  p99 64 B on Node ${nextNodeVersion} (rstream prints none)`, 'µs', pick(next, 'p99_us'), null, '—', null, `${next.length} TS`);
 }
 {

@@ -33,9 +33,10 @@ app=$raw/app
 bash bench/build-uv-pingpong.sh "$app/uv-pingpong" || echo "bench: bench/uv-pingpong.c did not build; its rows stay empty" >&2
 # The events mode again on the newest Node line (scripts/node-release.sh, from the npm registry): how
 # much of a wake-up is Node's own shows in the difference. BENCH_NEXT_NODE=0 leaves those rows out.
-if [ "${BENCH_NEXT_NODE:-26}" != 0 ]; then
-  next_node=$(bash scripts/node-release.sh "${BENCH_NEXT_NODE:-26}") && export BENCH_NEXT_NODE_BIN=$next_node/bin/node ||
-    echo "bench: no Node ${BENCH_NEXT_NODE:-26} from the npm registry; its rows stay empty" >&2
+next_line=${BENCH_NEXT_NODE:-26}
+if [ "$next_line" != 0 ]; then
+  next_node=$(bash scripts/node-release.sh "$next_line") && export BENCH_NEXT_NODE_BIN=$next_node/bin/node ||
+    echo "bench: no Node $next_line from the npm registry; its rows stay empty" >&2
 fi
 
 echo "bench: the JS side of post/poll on this host (no device needed)" >&2
