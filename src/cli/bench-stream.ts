@@ -12,8 +12,9 @@ import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSock
 import { ReadRelay, streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
 import { TimerProbe, timerLine } from '../bench/timer-probe.js';
 import { endpoint } from './endpoint.js';
+import { COMPLETION_MODES, type CompletionMode } from '../api/work/completion-queue.js';
 
-export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
+export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--wait MODE] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
        rdmacm bench stream -l [options] [BIND_ADDR]
 
 rstream's custom run (rdma-core's librdmacm/examples/rstream.c) over an
@@ -38,14 +39,17 @@ Options:
                          524288, as rstream sets: rings of 1 MiB)
   -V, --verify           check every byte received against rstream's -T v pattern
                          (what this side sends always follows it)
+      --wait MODE        how the socket waits for completions (its rdma.completionMode):
+                         adaptive (the default: poll ~50 µs after a completion, then
+                         sleep), events or busy-poll; each side chooses for itself
       --tcp              node:net TCP instead of RDMA (for comparison; -B does not apply)
       --onread           read with node:net's onread into one reused 64 KiB buffer, as
                          rstream reads, instead of 'data' events (not with --tcp -l:
                          node:net's servers take no onread)
       --timer            run a 1 ms interval timer beside the exchange and report how
                          late its ticks fire (ms): what the socket leaves to the loop
-      --json             print one JSON object: {transport, reads, role, size, count,
-                         iterations, warmup, bytes, seconds, gbps, mb_per_s,
+      --json             print one JSON object: {transport, wait (RDMA), reads, role, size,
+                         count, iterations, warmup, bytes, seconds, gbps, mb_per_s,
                          usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us, cpu_s,
                          cpu_user_s, cpu_system_s, cpu_s_per_gib; with --timer also
                          timer_ticks, timer_p50_ms, timer_p99_ms, timer_max_ms}
@@ -157,6 +161,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     port: { type: 'string', short: 'p' },
     buffer: { type: 'string', short: 'B' },
     verify: { type: 'boolean', short: 'V' },
+    wait: { type: 'string' },
     tcp: { type: 'boolean' },
     onread: { type: 'boolean' },
     timer: { type: 'boolean' },
@@ -172,6 +177,10 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   if (!listen && address === undefined) return fail('say SERVER_ADDR to connect to, or -l to serve');
   if (address !== undefined && tcp.isIP(address) === 0) return fail(`${listen ? 'BIND_ADDR' : 'SERVER_ADDR'} must be an IP address (got '${address}')`);
   if (useTcp && values.buffer !== undefined) return fail('-B is for RDMA sockets: node:net TCP keeps the kernel\'s buffer sizes');
+  if (useTcp && values.wait !== undefined) return fail('--wait is for RDMA sockets: node:net TCP waits on the kernel');
+  if (values.wait !== undefined && !COMPLETION_MODES.includes(values.wait as CompletionMode)) {
+    return fail(`--wait takes ${COMPLETION_MODES.join(', ')} (got '${values.wait}')`);
+  }
   if (useTcp && listen && values.onread === true) return fail('--onread does not go with --tcp -l: node:net\'s servers take no onread');
   let plan: Required<StreamPlan>, port: number, buffer: number;
   try {
@@ -205,7 +214,8 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   }
 
   const json = values.json === true;
-  const rdma: RdmaSocketSizes = { recvBufferSize: ring, sendBufferSize: ring };
+  const completionMode = values.wait as CompletionMode | undefined;
+  const rdma: RdmaSocketSizes = { recvBufferSize: ring, sendBufferSize: ring, ...(completionMode ? { completionMode } : {}) };
   const role = listen ? 'server' : 'client';
   const transport = useTcp ? 'tcp' : 'rdma';
   // One relay per attempt: a refused attempt's socket may still call the one before.
@@ -231,9 +241,10 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     const figures = streamFigures(plan, timing);
     if (json) {
       const { size, count, iterations, warmup } = plan;
-      process.stdout.write(JSON.stringify({ transport, reads: relay ? 'onread' : 'data', role, size, count, iterations, warmup, ...figures, ...lateness }) + '\n');
+      const wait = useTcp ? {} : { wait: completionMode ?? 'adaptive' };
+      process.stdout.write(JSON.stringify({ transport, ...wait, reads: relay ? 'onread' : 'data', role, size, count, iterations, warmup, ...figures, ...lateness }) + '\n');
     } else {
-      process.stdout.write(human(figures, plan, role, `${useTcp ? 'node:net TCP' : 'RDMA'}${relay ? ', onread' : ''}`) + (lateness ? timerLine(lateness) : ''));
+      process.stdout.write(human(figures, plan, role, `${useTcp ? 'node:net TCP' : 'RDMA'}${completionMode ? `, ${completionMode}` : ''}${relay ? ', onread' : ''}`) + (lateness ? timerLine(lateness) : ''));
     }
     return 0;
   } catch (error) {
