@@ -6,7 +6,9 @@
 # 3.05 and 3.13 s in two of them), and one such run alone reads as a target met.
 SOCK_REPS=${BENCH_SOCK_REPS:-3}
 SOCK_LAT_N=${BENCH_SOCK_LAT_ITERS:-1000}
-SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-200}
+# 5000 warm-up round trips: V8 compiles the socket path's functions for thousands of them (until
+# ~3500 on Node 20), and each compile stalls a round trip (performance-notes.md).
+SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-5000}
 SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
 SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
 # Each "KIND SIZE COUNT": throughput at 64 KiB and 1 MiB writes, ping-pong at 64 B and 4 KiB.

@@ -52,7 +52,8 @@ Options:
   -e, --events           lat: await each receive with cq.next() on completion events
                          (the CQ's channel, watched by libuv) instead of busy-polling,
                          as ib_send_lat -e does; each side chooses for itself.
-                         Defaults: 1000 iterations after 1000 warm-up
+                         Defaults: 1000 iterations after 10000 warm-up (V8 goes on
+                         compiling the loop for thousands of round trips)
       --wait MODE        lat: await each receive with cq.next() in MODE: events (as
                          -e), adaptive (the API's default: poll ~50 µs after a
                          completion, then sleep) or busy-poll; same defaults as -e.
@@ -75,7 +76,9 @@ const MAGIC = 0x4e424452; // "RDBN"
 const VERSION = 1;
 const DEFAULT_PORT = 7480;
 const WARMUP_BYTES = 64 * 1024 * 1024; // bw warm-up with large messages
-const EVENTS_WARMUP = 1000; // lat --events: round trips before measuring
+// lat on events: round trips before measuring. V8 compiles the loop's functions for thousands of
+// them (TurboFan until ~8000 on Node 20, ~6000 on Node 26: performance-notes.md), each compile a stall.
+const EVENTS_WARMUP = 10_000;
 
 function encodePlan(plan: Plan): Buffer {
   const b = Buffer.alloc(24);
