@@ -12,9 +12,9 @@ import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSock
 import { ReadRelay, streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
 import { TimerProbe, timerLine } from '../bench/timer-probe.js';
 import { endpoint } from './endpoint.js';
-import { COMPLETION_MODES, type CompletionMode } from '../api/work/completion-queue.js';
+import { COMPLETION_MODES, MAX_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
 
-export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--wait MODE] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
+export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--wait MODE] [--spin US] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
        rdmacm bench stream -l [options] [BIND_ADDR]
 
 rstream's custom run (rdma-core's librdmacm/examples/rstream.c) over an
@@ -42,6 +42,8 @@ Options:
       --wait MODE        how the socket waits for completions (its rdma.completionMode):
                          adaptive (the default: poll ~50 µs after a completion, then
                          sleep), events or busy-poll; each side chooses for itself
+      --spin US          adaptive mode's spin budget in µs (its rdma.spinBudgetUs;
+                         default 50, 0 to 1000000)
       --tcp              node:net TCP instead of RDMA (for comparison; -B does not apply)
       --onread           read with node:net's onread into one reused 64 KiB buffer, as
                          rstream reads, instead of 'data' events (not with --tcp -l:
@@ -162,6 +164,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     buffer: { type: 'string', short: 'B' },
     verify: { type: 'boolean', short: 'V' },
     wait: { type: 'string' },
+    spin: { type: 'string' },
     tcp: { type: 'boolean' },
     onread: { type: 'boolean' },
     timer: { type: 'boolean' },
@@ -177,12 +180,13 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   if (!listen && address === undefined) return fail('say SERVER_ADDR to connect to, or -l to serve');
   if (address !== undefined && tcp.isIP(address) === 0) return fail(`${listen ? 'BIND_ADDR' : 'SERVER_ADDR'} must be an IP address (got '${address}')`);
   if (useTcp && values.buffer !== undefined) return fail('-B is for RDMA sockets: node:net TCP keeps the kernel\'s buffer sizes');
-  if (useTcp && values.wait !== undefined) return fail('--wait is for RDMA sockets: node:net TCP waits on the kernel');
+  if (useTcp && (values.wait !== undefined || values.spin !== undefined)) return fail(`${values.wait !== undefined ? '--wait' : '--spin'} is for RDMA sockets: node:net TCP waits on the kernel`);
   if (values.wait !== undefined && !COMPLETION_MODES.includes(values.wait as CompletionMode)) {
     return fail(`--wait takes ${COMPLETION_MODES.join(', ')} (got '${values.wait}')`);
   }
+  if (values.spin !== undefined && (values.wait ?? 'adaptive') !== 'adaptive') return fail('--spin is adaptive mode\'s budget: not with --wait ' + values.wait);
   if (useTcp && listen && values.onread === true) return fail('--onread does not go with --tcp -l: node:net\'s servers take no onread');
-  let plan: Required<StreamPlan>, port: number, buffer: number;
+  let plan: Required<StreamPlan>, port: number, buffer: number, spinBudgetUs: number | undefined;
   try {
     plan = {
       size: integerOption(values.size, '--size', 1 << 30) ?? 1000,
@@ -193,6 +197,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     };
     port = integerOption(values.port, '--port', 65535) ?? DEFAULT_PORT;
     buffer = integerOption(values.buffer, '--buffer', 1 << 29, 2048) ?? DEFAULT_BUFFER;
+    spinBudgetUs = integerOption(values.spin, '--spin', MAX_SPIN_BUDGET_US, 0);
   } catch (error) {
     return fail((error as Error).message);
   }
@@ -215,7 +220,9 @@ export async function runBenchStream(argv: string[]): Promise<number> {
 
   const json = values.json === true;
   const completionMode = values.wait as CompletionMode | undefined;
-  const rdma: RdmaSocketSizes = { recvBufferSize: ring, sendBufferSize: ring, ...(completionMode ? { completionMode } : {}) };
+  const rdma: RdmaSocketSizes = {
+    recvBufferSize: ring, sendBufferSize: ring, ...(completionMode ? { completionMode } : {}), ...(spinBudgetUs !== undefined ? { spinBudgetUs } : {}),
+  };
   const role = listen ? 'server' : 'client';
   const transport = useTcp ? 'tcp' : 'rdma';
   // One relay per attempt: a refused attempt's socket may still call the one before.
@@ -244,7 +251,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
       const wait = useTcp ? {} : { wait: completionMode ?? 'adaptive' };
       process.stdout.write(JSON.stringify({ transport, ...wait, reads: relay ? 'onread' : 'data', role, size, count, iterations, warmup, ...figures, ...lateness }) + '\n');
     } else {
-      process.stdout.write(human(figures, plan, role, `${useTcp ? 'node:net TCP' : 'RDMA'}${completionMode ? `, ${completionMode}` : ''}${relay ? ', onread' : ''}`) + (lateness ? timerLine(lateness) : ''));
+      process.stdout.write(human(figures, plan, role, `${useTcp ? 'node:net TCP' : 'RDMA'}${completionMode ? `, ${completionMode}` : ''}${spinBudgetUs !== undefined ? `, spin ${spinBudgetUs} µs` : ''}${relay ? ', onread' : ''}`) + (lateness ? timerLine(lateness) : ''));
     }
     return 0;
   } catch (error) {

@@ -12,7 +12,7 @@ import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import { ConnectionError } from '../api/cm/cm-event.js';
 import { EventChannel } from '../api/cm/event-channel.js';
-import { COMPLETION_MODES, type CompletionMode } from '../api/work/completion-queue.js';
+import { COMPLETION_MODES, MAX_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
 import { TimerProbe, timerLine, type TimerLateness } from '../bench/timer-probe.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
@@ -23,7 +23,7 @@ import {
 
 export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench, or sockets as rstream does (stream)';
 
-const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--timer] [--json] [SERVER_ADDR]
+const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--spin US] [--timer] [--json] [SERVER_ADDR]
        rdmacm bench stream [options] SERVER_ADDR | -l [BIND_ADDR]   (rdmacm bench stream --help)
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
@@ -59,6 +59,9 @@ Options:
                          completion, then sleep) or busy-poll; same defaults as -e.
                          bw: each side awaits cq.next() in MODE when its queue is
                          empty, then drains it with poll(); each side chooses
+      --spin US          with --wait adaptive: poll for US µs after a completion before
+                         sleeping (the queue's spinBudgetUs; default 50, 0 to 1000000).
+                         A budget longer than a round trip never sleeps in a ping-pong
       --timer            lat with -e or --wait: run a 1 ms interval timer beside the
                          ping-pong and report how late its ticks fire (ms): how much
                          of the event loop the completion loop leaves to others
@@ -180,11 +183,18 @@ async function hangUp(link: Link, client: boolean): Promise<void> {
 
 // ---------------------------------------------------------------- output
 
-function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined): string {
+/** --spin: adaptive mode's budget on the link's queues (one CQ or two). */
+function setSpinBudget(link: Link, spinUs: number | undefined): void {
+  if (spinUs === undefined) return;
+  link.qp.recvCq.spinBudgetUs = spinUs;
+  link.qp.sendCq.spinBudgetUs = spinUs;
+}
+
+function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined, spinUs: number | undefined): string {
   const cols = ['min', 'p50', 'avg', 'p99', 'p99.9', 'max'];
   const vals = [r.min_us, r.p50_us, r.avg_us, r.p99_us, r.p999_us, r.max_us];
   const timer = r.timer_ticks === undefined ? '' : timerLine(r as TimerLateness);
-  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait})` : ''}\n` +
+  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait}${spinUs !== undefined ? `, spin ${spinUs} µs` : ''})` : ''}\n` +
     `  ${cols.map((c) => c.padStart(9)).join('')}   µs, half round trip\n` +
     `  ${vals.map((v) => v.toFixed(2).padStart(9)).join('')}\n` + timer;
 }
@@ -218,6 +228,7 @@ export async function runBench(argv: string[]): Promise<number> {
     inline: { type: 'string', short: 'I' },
     events: { type: 'boolean', short: 'e' },
     wait: { type: 'string' },
+    spin: { type: 'string' },
     timer: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -238,15 +249,16 @@ export async function runBench(argv: string[]): Promise<number> {
   if (values.events === true && mode !== 'lat') return fail('-e is for lat (bw takes --wait)');
   if (onEvents && mode === 'bw' && values.duration !== undefined) return fail('bw with --wait counts messages: give -n, not -D');
   if (values.timer === true && !onEvents) return fail('--timer needs the event loop: give -e or --wait');
-  let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number;
+  if (values.spin !== undefined && wait !== 'adaptive') return fail('--spin is adaptive mode\'s budget: give --wait adaptive');
+  let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number, spinUs: number | undefined;
   try {
     size = integerOption(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
     iters = integerOption(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' && !onEvents ? 10_000 : 1000);
-    // A wake-up costs far more than V8's optimizing does: fewer round trips suffice.
     warmup = integerOption(values.warmup, '--warmup', 100_000_000) ?? (onEvents && mode === 'lat' ? EVENTS_WARMUP : warmupFor(mode, size));
     durationMs = (integerOption(values.duration, '--duration', 3600) ?? 0) * 1000;
     port = integerOption(values.port, '--port', 65535) ?? DEFAULT_PORT;
     maxInline = integerOption(values.inline, '--inline', 65536, 0) ?? DEFAULT_MAX_INLINE;
+    spinUs = integerOption(values.spin, '--spin', MAX_SPIN_BUDGET_US, 0);
   } catch (error) {
     return fail((error as Error).message);
   }
@@ -275,6 +287,7 @@ export async function runBench(argv: string[]): Promise<number> {
     if (address !== undefined) {
       plan = { mode, size, iters, warmup, durationMs };
       link = await connectClient(channel, address, port, plan, maxInline);
+      setSpinBudget(link, spinUs);
       // A -D run has no known iteration count: no progress line.
       const progress = showProgress && durationMs === 0 ? new Progress(true, `bench ${mode} ${size} B`, iters) : undefined;
       const probe = values.timer === true ? new TimerProbe() : undefined;
@@ -288,13 +301,14 @@ export async function runBench(argv: string[]): Promise<number> {
     } else {
       if (!json) process.stderr.write(`rdmacm bench ${mode}: waiting for a client on port ${port}\n`);
       ({ listener, link, plan } = await acceptClient(channel, port, mode, maxInline));
+      setSpinBudget(link, spinUs);
       result = plan.mode === 'bw' ? (wait ? await bandwidthServerOnEvents(link, plan, wait) : bandwidthServer(link, plan))
         : onEvents ? await latencyServerOnEvents(link, plan, wait) : latencyServer(link, plan);
     }
     await hangUp(link, address !== undefined);
     const role = address !== undefined ? 'client' : 'server';
     if (json) process.stdout.write(JSON.stringify(result) + '\n');
-    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, wait));
+    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, wait, spinUs));
     else process.stdout.write(humanBandwidth(result as BandwidthResult, plan, role, link.inline));
     return 0;
   } catch (error) {

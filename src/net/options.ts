@@ -5,7 +5,7 @@ import dns from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
-import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
+import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, MAX_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
 import { abortSignal, argumentError, bytes, instanceCheck, isViewOrProxyOfOne, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
 import type { LookupFunction } from './destinations.js';
 import { DEFAULTS } from './wire.js';
@@ -85,7 +85,7 @@ export const sizesSchema = z.strictObject({
   iomapEntries: z.number().int().min(0).max(0x7f00).default(DEFAULTS.iomapEntries),
   maxMessageSize: z.number().int().min(1).max(MAX_MESSAGE_SIZE).default(DEFAULT_MAX_MESSAGE_SIZE),
   completionMode: z.enum(COMPLETION_MODES as [CompletionMode, ...CompletionMode[]]).default('adaptive'),
-  spinBudgetUs: z.number().int().min(0).max(1_000_000).default(DEFAULT_SPIN_BUDGET_US),
+  spinBudgetUs: z.number().int().min(0).max(MAX_SPIN_BUDGET_US).default(DEFAULT_SPIN_BUDGET_US),
 }) satisfies z.ZodType<Required<RdmaSocketSizes>, RdmaSocketSizes>;
 type SizesTied = Holds<InputIs<typeof sizesSchema, RdmaSocketSizes>>;
 export type ResolvedSizes = z.output<typeof sizesSchema>;

@@ -31,8 +31,8 @@ test('bench lat -n 200 --json: server and client agree and report latency figure
   assertLatencyRun(await pair(['lat', '-n', '200']), 2, 200);
 });
 
-test('bench lat --events: both sides wait on completion events and agree, with a 64 B message', { timeout: 300_000 }, async () => {
-  assertLatencyRun(await pair(['lat', '--events', '-n', '100', '-w', '20', '-s', '64']), 64, 100);
+test('bench lat on the event loop, each side its own way (the server -e, the client --wait adaptive --spin 2000), agree with a 64 B message', { timeout: 300_000 }, async () => {
+  assertLatencyRun(await pair(['lat', '-n', '100', '-w', '20', '-s', '64'], { server: ['--events'], client: ['--wait', 'adaptive', '--spin', '2000'] }), 64, 100);
 });
 
 test('bench lat -D 1 -I 0: a timed run, sending from registered memory, ends on its own and both sides report what they measured', { timeout: 300_000 }, async () => {

@@ -13,7 +13,7 @@ import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { start, type Finished } from '../support/processes.js';
 import { checkRstream } from '../support/rstream-peer.js';
-import { STREAM_KEYS, STREAM_TIMING_KEYS } from '../support/stream-keys.js';
+import { RDMA_STREAM_KEYS, STREAM_TIMING_KEYS } from '../support/stream-keys.js';
 
 const bin = join(packageRoot(), 'bin', 'rdmacm');
 const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
@@ -156,7 +156,7 @@ function figures(result: Finished, who: string): Record<string, number | string>
   const lines = result.stdout.trim().split('\n');
   assert.equal(lines.length, 1, `${who} printed one line: ${result.stdout}`);
   const parsed = JSON.parse(lines[0]!) as Record<string, number | string>;
-  assert.deepEqual(Object.keys(parsed), STREAM_KEYS);
+  assert.deepEqual(Object.keys(parsed), RDMA_STREAM_KEYS);
   assert.equal(parsed.transport, 'rdma');
   for (const key of STREAM_TIMING_KEYS) assert.ok(Number.isFinite(parsed[key]) && (parsed[key] as number) > 0, `${who}: ${key} = ${parsed[key]}`);
   // CPU: some time in all; either part may round to nothing in a short run.
@@ -168,16 +168,21 @@ function figures(result: Finished, who: string): Record<string, number | string>
 
 const bench = (args: string[]) => start(process.execPath, [bin, 'bench', 'stream', ...args]);
 
-test('bench stream: TS server and client run a verified ping-pong and a throughput run (reading with --onread), and agree', { timeout: 300_000 }, async () => {
-  for (const spec of [['-S', '64', '-C', '1', '-I', '100', '-w', '10'], ['-S', '65536', '-C', '32', '-I', '2', '--onread']]) {
+test('bench stream: TS server and client run a verified ping-pong (each side in a --wait mode of its own) and a throughput run (reading with --onread, one side spinning 500 µs), and agree', { timeout: 300_000 }, async () => {
+  const runs = [
+    { spec: ['-S', '64', '-C', '1', '-I', '100', '-w', '10'], server: ['--wait', 'busy-poll'], client: ['--wait', 'events'], waits: { server: 'busy-poll', client: 'events' } },
+    { spec: ['-S', '65536', '-C', '32', '-I', '2', '--onread'], server: ['--spin', '500'], client: [], waits: { server: 'adaptive', client: 'adaptive' } },
+  ];
+  for (const { spec, waits, ...sides } of runs) {
     const port = String(freshPort());
-    const server = bench(['-l', deviceAddress(), '-p', port, '-V', '--json', ...spec]);
+    const server = bench(['-l', deviceAddress(), '-p', port, '-V', '--json', ...sides.server, ...spec]);
     try {
       // The client retries while the server's node starts.
-      const client = figures(await bench([deviceAddress(), '-p', port, '-V', '--json', ...spec]).finished, 'client');
+      const client = figures(await bench([deviceAddress(), '-p', port, '-V', '--json', ...sides.client, ...spec]).finished, 'client');
       const served = figures(await server.finished, 'server');
       for (const [f, role] of [[client, 'client'], [served, 'server']] as const) {
         assert.equal(f.role, role);
+        assert.equal(f.wait, waits[role]);
         assert.equal(f.reads, spec.includes('--onread') ? 'onread' : 'data');
         assert.equal(f.size, Number(spec[1]));
         assert.equal(f.bytes, Number(spec[1]) * Number(spec[3]) * Number(spec[5]) * 2);

@@ -44,7 +44,8 @@ export const COMPLETION_MODES: readonly CompletionMode[] = Object.freeze(['adapt
 export const DEFAULT_SPIN_BUDGET_US = 50;
 /** How long, in ms, completions may be served before the event loop gets its turn, by default. */
 export const DEFAULT_TIME_SLICE_MS = 1;
-const MAX_SPIN_BUDGET_US = 1_000_000;
+/** The longest spin budget a queue takes, in µs (one second). */
+export const MAX_SPIN_BUDGET_US = 1_000_000;
 const MAX_TIME_SLICE_MS = 1000;
 
 const BATCH = 16;
