@@ -144,6 +144,15 @@ for (const size of [2, 4096]) {
     if (wait === 'busy-poll') row('busy-poll: lat p99.9 2 B', 'µs', pick(t, 'p999_us'), pick(versus, '99.9% percentile[usec]'), '≤ 3×', (r) => r <= 3, runs);
     row(`${wait}: 1 ms timer's p99 lateness beside it`, 'ms', pick(t, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${t.length} TS`);
   }
+  // Adaptive with a spin budget longer than this guest's round trip (bench/guest.sh's BENCH_LAT_SPIN_US), against the busy C:
+  // what the mode does once its budget covers a round trip (the default, 50 µs, is sized for a NIC's).
+  const spinUs = existsSync(join(raw, 'lat-spin-us.txt')) ? read('lat-spin-us.txt').trim() : '?';
+  const spun = collect(/^ts-lat-adaptive-spin-2-r\d+\.json$/, json);
+  raw_.lat_adaptive_spin_2 = { spin_us: Number(spinUs), ts: spun };
+  const spunRuns = `${spun.length} TS, ${cBusy.length} C`;
+  row(`adaptive, spin ${spinUs} µs: lat p50 2 B (C: ib_send_lat t_typical)`, 'µs', pick(spun, 'p50_us'), pick(cBusy, 't_typical[usec]'), '—', null, spunRuns);
+  row(`adaptive, spin ${spinUs} µs: lat p99 2 B`, 'µs', pick(spun, 'p99_us'), pick(cBusy, '99% percentile[usec]'), '—', null, spunRuns);
+  row(`adaptive, spin ${spinUs} µs: 1 ms timer's p99 lateness beside it`, 'ms', pick(spun, 'timer_p99_ms'), null, '—', null, `${spun.length} TS`);
   // The events mode on the newest Node line (bench/guest.sh's NEXT_NODE), against the same C.
   const next = collect(/^ts-lat-events-next-2-r\d+\.json$/, json);
   raw_.lat_events_next_node_2 = { node: nextNodeVersion, ts: next };
