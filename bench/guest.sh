@@ -72,6 +72,7 @@ if [ -x "${BENCH_NEXT_NODE_BIN:-}" ]; then
   NEXT_NODE_VERSION=$("$NEXT_NODE" --version)
   echo "$NEXT_NODE_VERSION" > "$RAW/next-node-version.txt"
 fi
+echo "$LAT_SPIN_US" > "$RAW/lat-spin-us.txt" # for the report's row names
 ts_next() { echo "$NEXT_NODE" "$APP/bin/rdmacm" bench -I "$INLINE" "$@"; }
 tss_next() { echo "$NEXT_NODE" "$APP/bin/rdmacm" bench stream "$@"; }
 
@@ -106,7 +107,6 @@ for r in $(seq 1 "$REPS"); do
   # Adaptive again with a budget longer than a round trip here: the default (50 µs) is a NIC's, and under TCG a
   # round trip takes longer, so the default sleeps every time (performance-notes.md, "Adaptive mode's budget").
   say "lat 2 B on the event loop (adaptive, spin $LAT_SPIN_US µs), run $r"
-  echo "$LAT_SPIN_US" > "$RAW/lat-spin-us.txt"
   port=$((port + 1)); pair "$RAW/ts-lat-adaptive-spin-2-r$r.json" $(ts lat --wait adaptive --spin $LAT_SPIN_US -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --wait adaptive --spin $LAT_SPIN_US --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
   port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   # The events mode on the newest Node line too (bench/run.sh fetches it): Node 20's wake-up path is the slowest.

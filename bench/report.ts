@@ -91,8 +91,10 @@ function row(figure: string, unit: string, ts: number | null, c: number | null, 
 }
 
 const raw_: Record<string, unknown> = {};
+/** A one-line file bench/guest.sh leaves beside the runs, or `fallback` when there is none. */
+const readLine = (name: string, fallback: string) => (existsSync(join(raw, name)) ? read(name).trim() : fallback);
 /** The Node line of the events and socket rows run on a second Node (bench/guest.sh's NEXT_NODE). */
-const nextNodeVersion = existsSync(join(raw, 'next-node-version.txt')) ? read('next-node-version.txt').trim() : 'the newest line';
+const nextNodeVersion = readLine('next-node-version.txt', 'the newest line');
 for (const size of [2, 4096]) {
   const t = tsLat(size);
   const c = cLat(size);
@@ -146,7 +148,7 @@ for (const size of [2, 4096]) {
   }
   // Adaptive with a spin budget longer than this guest's round trip (bench/guest.sh's BENCH_LAT_SPIN_US), against the busy C:
   // what the mode does once its budget covers a round trip (the default, 50 µs, is sized for a NIC's).
-  const spinUs = existsSync(join(raw, 'lat-spin-us.txt')) ? read('lat-spin-us.txt').trim() : '?';
+  const spinUs = readLine('lat-spin-us.txt', '?');
   const spun = collect(/^ts-lat-adaptive-spin-2-r\d+\.json$/, json);
   raw_.lat_adaptive_spin_2 = { spin_us: Number(spinUs), ts: spun };
   const spunRuns = `${spun.length} TS, ${cBusy.length} C`;
