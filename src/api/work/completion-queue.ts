@@ -111,6 +111,9 @@ function beginTurn(): void {
   setImmediate(endTurn);
 }
 
+/** This thread's queues with a poll scheduled (see #pollSoon). */
+let scheduledPolls = 0;
+
 interface Waiter {
   resolve(completion: WorkCompletion): void;
   reject(error: unknown): void;
@@ -125,7 +128,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #timeSliceMs = DEFAULT_TIME_SLICE_MS;
   /** Adaptive mode polls on until this time (performance.now()); set when a drain takes completions. */
   #spinUntil = Number.NEGATIVE_INFINITY;
-  /** A poll is scheduled with setImmediate (a spin round or a slice's end). */
+  /** A poll is scheduled (a spin round or a slice's end). */
   #pollScheduled = false;
   /** The scheduled poll, made once: nothing is allocated per round. */
   readonly #scheduledPoll = (): void => this.#pollAgain();
@@ -405,8 +408,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /**
    * Drains into the listener. Then busy-poll goes on draining until its time
-   * slice is spent, adaptive polls again next turn while within its spin
-   * budget, and otherwise the queue is armed and drained once more: a
+   * slice is spent, adaptive polls again soon (#pollSoon) while within its
+   * spin budget, and otherwise the queue is armed and drained once more: a
    * completion after the arming raises an event.
    */
   #serveListener(): void {
@@ -425,7 +428,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         return this.#schedulePoll();
       }
       if (this.#armed || this.closed) return;
-      if (this.#spinsOn(taken > 0)) return this.#schedulePoll();
+      if (this.#spinsOn(taken > 0)) return this.#pollSoon();
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
     } catch (error) {
@@ -477,8 +480,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /**
    * Adaptive and events modes: delivers what the queue holds to its waiters;
-   * while some still wait, polls again next turn (adaptive, within its spin
-   * budget) or arms the CQ and lets the channel's watch call back. Synchronous,
+   * while some still wait, polls again soon (adaptive, within its spin
+   * budget: #pollSoon) or arms the CQ and lets the channel's watch call back. Synchronous,
    * so a wake-up costs no promise of its own.
    */
   #serve(): void {
@@ -493,7 +496,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // arming raises none, hence one more poll after arming.
         if (this.#armed) break;
         if (this.#spinsOn(taken > 0)) {
-          this.#schedulePoll();
+          this.#pollSoon();
           break;
         }
         this.#armNotify();
@@ -583,11 +586,29 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #schedulePoll(): void {
     if (this.#pollScheduled) return;
     this.#pollScheduled = true;
+    scheduledPolls++;
     setImmediate(this.#scheduledPoll);
+  }
+
+  /**
+   * Adaptive mode's next poll: in a microtask, so the code that began the
+   * wait or took the completions runs first (its microtasks are queued
+   * before this one), while this queue is the thread's only one polling and
+   * the time slice lasts; else next turn, so many queues take turns. A turn
+   * of the loop took 40-90 µs in the soft-RoCE guest, more than the wait it
+   * was spinning for (docs/performance-notes.md).
+   */
+  #pollSoon(): void {
+    if (this.#pollScheduled) return;
+    if (scheduledPolls > 0 || this.#sliceSpent()) return this.#schedulePoll();
+    this.#pollScheduled = true;
+    scheduledPolls++;
+    queueMicrotask(this.#scheduledPoll);
   }
 
   #pollAgain(): void {
     this.#pollScheduled = false;
+    scheduledPolls--;
     if (this.closed) return;
     beginTurn();
     // Queues scheduled in one check phase take turns: past the slice, the rest go round again next turn.
