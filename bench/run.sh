@@ -11,7 +11,7 @@
 # default 30), BENCH_PIN (0: the busy-polling pairs unpinned), the socket rows'
 # BENCH_SOCK_* and BENCH_ONLY=sockets; BENCH_LINK=0 (no two-guest socket rows,
 # bench/link.sh); BENCH_NEXT_NODE (the Node line of the second events row, default
-# 26; 0: none); RDMACM_VM_TIMEOUT (default 1800 s).
+# 26; 0: none); RDMACM_VM_TIMEOUT (default 2700 s: the one-guest session ran past 1800 s on 2026-11-29).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,13 +70,13 @@ if [ "${BENCH_VM:-0}" != 1 ] && host_has_device; then
 else
   echo "bench: no RDMA device here; running in a soft-RoCE VM (scripts/rxe-vm.sh)" >&2
   where="qemu/TCG guest, rxe on veth"
-  bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1800}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/guest.sh "$raw"
+  bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-2700}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/guest.sh "$raw"
 fi
 # The socket rows again across a link between two guests (bench/link.sh); BENCH_LINK=0 skips them.
 # On a host with its own device there is no second host to pair with: run bench/link.sh on two hosts by hand.
 if [ "${BENCH_LINK:-1}" = 1 ] && [ "$where" != "host device" ]; then
   echo "bench: the socket rows across a link between two soft-RoCE guests (scripts/rxe-vm.sh --hosts 2)" >&2
-  bash scripts/rxe-vm.sh --hosts 2 --timeout "${RDMACM_VM_TIMEOUT:-1800}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/link.sh "$raw" ||
+  bash scripts/rxe-vm.sh --hosts 2 --timeout "${RDMACM_VM_TIMEOUT:-2700}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/link.sh "$raw" ||
     echo "bench: the two-guest session failed; its rows stay empty" >&2
 fi
 node "$app/dist/bench/report.js" "$raw" "$stamp" "$where"
