@@ -111,7 +111,7 @@ function beginTurn(): void {
   setImmediate(endTurn);
 }
 
-/** This thread's queues with a poll scheduled (see #pollSoon). */
+/** This thread's queues with a poll scheduled (see #schedulePoll). */
 let scheduledPolls = 0;
 
 interface Waiter {
@@ -408,8 +408,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /**
    * Drains into the listener. Then busy-poll goes on draining until its time
-   * slice is spent, adaptive polls again soon (#pollSoon) while within its
-   * spin budget, and otherwise the queue is armed and drained once more: a
+   * slice is spent, adaptive polls again soon (#schedulePoll) while within
+   * its spin budget, and otherwise the queue is armed and drained once more: a
    * completion after the arming raises an event.
    */
   #serveListener(): void {
@@ -428,7 +428,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         return this.#schedulePoll();
       }
       if (this.#armed || this.closed) return;
-      if (this.#spinsOn(taken > 0)) return this.#pollSoon();
+      if (this.#spinsOn(taken > 0)) return this.#schedulePoll(true);
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
     } catch (error) {
@@ -481,8 +481,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /**
    * Adaptive and events modes: delivers what the queue holds to its waiters;
    * while some still wait, polls again soon (adaptive, within its spin
-   * budget: #pollSoon) or arms the CQ and lets the channel's watch call back. Synchronous,
-   * so a wake-up costs no promise of its own.
+   * budget: #schedulePoll) or arms the CQ and lets the channel's watch call
+   * back. Synchronous, so a wake-up costs no promise of its own.
    */
   #serve(): void {
     try {
@@ -496,7 +496,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // arming raises none, hence one more poll after arming.
         if (this.#armed) break;
         if (this.#spinsOn(taken > 0)) {
-          this.#pollSoon();
+          this.#schedulePoll(true);
           break;
         }
         this.#armNotify();
@@ -582,28 +582,23 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return performance.now() - turnStart >= this.#timeSliceMs;
   }
 
-  /** Polls again in the loop's check phase (the next turn's, when called there), after timers and I/O. */
-  #schedulePoll(): void {
-    if (this.#pollScheduled) return;
-    this.#pollScheduled = true;
-    scheduledPolls++;
-    setImmediate(this.#scheduledPoll);
-  }
-
   /**
-   * Adaptive mode's next poll: in a microtask, so the code that began the
-   * wait or took the completions runs first (its microtasks are queued
-   * before this one), while this queue is the thread's only one polling and
-   * the time slice lasts; else next turn, so many queues take turns. A turn
-   * of the loop took 40-90 µs in the soft-RoCE guest, more than the wait it
-   * was spinning for (docs/performance-notes.md).
+   * Polls again in the loop's check phase (the next turn's, when called
+   * there), after timers and I/O. `soon` (adaptive mode's spin): in a
+   * microtask instead, so the code that began the wait or took the
+   * completions runs first (its microtasks are queued before this one), while
+   * this queue is the thread's only one polling and the time slice lasts;
+   * else next turn, so many queues take turns. A turn of the loop took
+   * 40-90 µs in the soft-RoCE guest, more than the wait it was spinning for
+   * (docs/performance-notes.md).
    */
-  #pollSoon(): void {
+  #schedulePoll(soon = false): void {
     if (this.#pollScheduled) return;
-    if (scheduledPolls > 0 || this.#sliceSpent()) return this.#schedulePoll();
+    const inMicrotask = soon && scheduledPolls === 0 && !this.#sliceSpent();
     this.#pollScheduled = true;
     scheduledPolls++;
-    queueMicrotask(this.#scheduledPoll);
+    if (inMicrotask) queueMicrotask(this.#scheduledPoll);
+    else setImmediate(this.#scheduledPoll);
   }
 
   #pollAgain(): void {
