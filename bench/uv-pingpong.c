@@ -1,16 +1,24 @@
 /*
- * The C floor of `rdmacm bench lat --wait events`: the same ping-pong, waiting
- * for its receives the way a Node process does, on libuv. RC send/recv, SIZE
- * bytes, inline 0, a receive CQ with a completion channel, sends on a CQ of
- * their own, 1 in 16 signaled (src/bench/loops.ts's shape).
+ * The C floor of `rdmacm bench lat --wait events` (and `--wait busy-poll`):
+ * the same ping-pong, waiting for its receives the way a Node process does, on
+ * libuv. RC send/recv, SIZE bytes, inline 0, a receive CQ with a completion
+ * channel, sends on a CQ of their own, 1 in 16 signaled (src/bench/loops.ts's
+ * shape).
  *
- *   uv-pingpong -s [-m uv|block] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES]
- *   uv-pingpong    [-m uv|block] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES] SERVER
+ *   uv-pingpong -s [-m uv|block|busy] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES]
+ *   uv-pingpong    [-m uv|block|busy] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES] [-T] SERVER
  *
  * -m uv (default): the channel's fd is nonblocking and watched by a uv_poll_t,
  *    whose callback takes the event, acks, re-arms and drains, as rdmacm's
  *    FdWatcher callback does. -m block: ibv_get_cq_event blocks, as
- *    `ib_send_lat -e` does.
+ *    `ib_send_lat -e` does. -m busy: polls the CQ without sleeping and hands
+ *    libuv a turn (UV_RUN_NOWAIT) once every 1 ms slice, as rdmacm's
+ *    busy-poll mode does.
+ * -T (client, uv or busy): a 1 ms repeating uv timer beside the ping-pong, as
+ *    `rdmacm bench lat --timer` runs one (src/bench/timer-probe.ts): how late
+ *    each tick came, and for the ticks 2 ms late or more, how much of that
+ *    time the thread sat runnable on the run queue and how much it ran
+ *    (/proc/thread-self/schedstat).
  * -t PAGES: each wake-up reads one byte of PAGES pages spread over 256 MiB,
  *    twice, timing both passes: a stand-in for the memory a Node process walks
  *    on its way back into JavaScript (docs/performance-notes.md).
@@ -31,6 +39,8 @@
 #define SIGNAL_EVERY 16
 #define REGION (256L << 20)
 #define MAX_WAKES 100000
+#define MAX_TICKS 1000000
+#define SLICE_NS 1e6
 
 static struct ibv_cq *recv_cq, *send_cq;
 static struct ibv_comp_channel *channel;
@@ -41,6 +51,13 @@ static int size = 2, iters = 1000, warmup = 1000, server, touch_pages;
 static long sent, received, pending_signaled, wakes;
 static double *samples, *first_pass_ns, *second_pass_ns, start_ns;
 static volatile unsigned char *region;
+static int running = 1;
+
+/* The timer probe (-T): the lateness of each tick, and the thread's scheduler figures over the late ones. */
+static uv_timer_t probe;
+static int schedstat_fd = -1;
+static long ticks, late_ticks;
+static double *lateness_ms, last_tick_ns, last_on_cpu_ns, last_queued_ns, late_sum_ms, late_queued_ms, late_on_cpu_ms;
 
 static void die(const char *what) {
   fprintf(stderr, "uv-pingpong: %s: %s\n", what, strerror(errno));
@@ -51,6 +68,35 @@ static double now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* This thread's time on a CPU and waiting on a run queue, in ns (/proc/thread-self/schedstat's first two fields). */
+static void read_schedstat(double *on_cpu_ns, double *queued_ns) {
+  char text[96];
+  ssize_t n = schedstat_fd < 0 ? -1 : pread(schedstat_fd, text, sizeof text - 1, 0);
+  if (n <= 0) { *on_cpu_ns = *queued_ns = 0; return; }
+  text[n] = 0;
+  char *rest;
+  *on_cpu_ns = strtod(text, &rest);
+  *queued_ns = strtod(rest, NULL);
+}
+
+static void on_tick(uv_timer_t *timer) {
+  (void)timer;
+  double now = now_ns(), on_cpu, queued;
+  read_schedstat(&on_cpu, &queued);
+  double late = (now - last_tick_ns) / 1e6 - 1;
+  if (late < 0) late = 0;
+  if (ticks < MAX_TICKS) lateness_ms[ticks++] = late;
+  if (late >= 2) {
+    late_ticks++;
+    late_sum_ms += late;
+    late_queued_ms += (queued - last_queued_ns) / 1e6;
+    late_on_cpu_ms += (on_cpu - last_on_cpu_ns) / 1e6;
+  }
+  last_tick_ns = now;
+  last_on_cpu_ns = on_cpu;
+  last_queued_ns = queued;
 }
 
 static void post_recv(void) {
@@ -147,7 +193,20 @@ static int wake(void) {
 static void on_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
   if (status < 0) { fprintf(stderr, "uv-pingpong: uv_poll: %s\n", uv_strerror(status)); exit(1); }
-  if (!wake()) uv_poll_stop(handle);
+  if (!wake()) {
+    uv_poll_stop(handle);
+    running = 0;
+  }
+}
+
+/* -m busy: drains the CQ without sleeping; once a 1 ms slice is spent, libuv runs one turn (the timer, if any). */
+static void busy_poll(void) {
+  double slice_start = now_ns();
+  while (drain()) {
+    if (now_ns() - slice_start < SLICE_NS) continue;
+    uv_run(uv_default_loop(), UV_RUN_NOWAIT);
+    slice_start = now_ns();
+  }
 }
 
 static int by_value(const void *a, const void *b) {
@@ -156,6 +215,7 @@ static int by_value(const void *a, const void *b) {
 }
 
 static double percentile(double *sorted, long n, double p) {
+  if (n == 0) return 0;
   long at = (long)(p * n + 0.999999) - 1;
   return sorted[at < 0 ? 0 : at >= n ? n - 1 : at];
 }
@@ -182,8 +242,8 @@ static void set_up_queues(struct rdma_cm_id *id) {
 
 int main(int argc, char **argv) {
   const char *port = "7480", *mode = "uv";
-  int option;
-  while ((option = getopt(argc, argv, "sm:p:n:w:z:t:")) != -1) {
+  int option, with_timer = 0;
+  while ((option = getopt(argc, argv, "sm:p:n:w:z:t:T")) != -1) {
     switch (option) {
       case 's': server = 1; break;
       case 'm': mode = optarg; break;
@@ -192,12 +252,14 @@ int main(int argc, char **argv) {
       case 'w': warmup = atoi(optarg); break;
       case 'z': size = atoi(optarg); break;
       case 't': touch_pages = atoi(optarg); break;
+      case 'T': with_timer = 1; break;
       default: fprintf(stderr, "usage: see the head of bench/uv-pingpong.c\n"); return 2;
     }
   }
-  int on_libuv = strcmp(mode, "uv") == 0;
-  if (!on_libuv && strcmp(mode, "block") != 0) { fprintf(stderr, "uv-pingpong: -m takes uv or block\n"); return 2; }
+  int on_libuv = strcmp(mode, "uv") == 0, busy = strcmp(mode, "busy") == 0;
+  if (!on_libuv && !busy && strcmp(mode, "block") != 0) { fprintf(stderr, "uv-pingpong: -m takes uv, block or busy\n"); return 2; }
   if (!server && optind >= argc) { fprintf(stderr, "uv-pingpong: the client needs the server's address\n"); return 2; }
+  if (with_timer && (server || !(on_libuv || busy))) { fprintf(stderr, "uv-pingpong: -T is the client's, with -m uv or busy\n"); return 2; }
   if (size < 1 || size > 4096 || iters < 1 || warmup < 0 || touch_pages < 0 || touch_pages > 65536) {
     fprintf(stderr, "uv-pingpong: -z takes 1–4096, -n at least 1, -w at least 0, -t 0–65536\n");
     return 2;
@@ -228,14 +290,25 @@ int main(int argc, char **argv) {
     post_send();
   }
 
+  if (with_timer) {
+    lateness_ms = calloc(MAX_TICKS, sizeof *lateness_ms);
+    if (!lateness_ms) die("malloc");
+    schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY);
+    read_schedstat(&last_on_cpu_ns, &last_queued_ns);
+    last_tick_ns = now_ns();
+    if (uv_timer_init(uv_default_loop(), &probe) || uv_timer_start(&probe, on_tick, 1, 1)) die("uv_timer");
+  }
   if (on_libuv) {
     if (fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK)) die("fcntl");
     uv_poll_t watch;
     if (uv_poll_init(uv_default_loop(), &watch, channel->fd) || uv_poll_start(&watch, UV_READABLE, on_readable)) die("uv_poll");
-    uv_run(uv_default_loop(), UV_RUN_DEFAULT);
+    while (running && uv_run(uv_default_loop(), UV_RUN_ONCE)) {}
+  } else if (busy) {
+    busy_poll();
   } else {
     while (wake()) {}
   }
+  if (with_timer) uv_timer_stop(&probe);
   while (pending_signaled > 0) reap_sends();
 
   if (!server) {
@@ -248,6 +321,13 @@ int main(int argc, char **argv) {
       qsort(second_pass_ns, n, sizeof *second_pass_ns, by_value);
       printf(",\"touch_pages\":%d,\"first_pass_p50_us\":%.3f,\"second_pass_p50_us\":%.3f", touch_pages,
              percentile(first_pass_ns, n, 0.5) / 1000, percentile(second_pass_ns, n, 0.5) / 1000);
+    }
+    if (with_timer) {
+      qsort(lateness_ms, ticks, sizeof *lateness_ms, by_value);
+      printf(",\"timer_ticks\":%ld,\"timer_p50_ms\":%.3f,\"timer_p99_ms\":%.3f,\"timer_max_ms\":%.3f", ticks,
+             percentile(lateness_ms, ticks, 0.5), percentile(lateness_ms, ticks, 0.99), percentile(lateness_ms, ticks, 1));
+      printf(",\"timer_late_ticks\":%ld,\"timer_late_sum_ms\":%.3f,\"timer_late_queued_ms\":%.3f,\"timer_late_on_cpu_ms\":%.3f",
+             late_ticks, late_sum_ms, late_queued_ms, late_on_cpu_ms);
     }
     printf("}\n");
   }

@@ -28,7 +28,9 @@ test('bench/uv-pingpong.c builds with -Wall -Wextra -Werror', { skip }, () => {
 test('uv-pingpong refuses a bad command line with exit 2 and one line', { skip }, () => {
   const cases: [string[], RegExp][] = [
     [[], /^uv-pingpong: the client needs the server's address\n$/],
-    [['-m', 'spin', '10.0.0.1'], /^uv-pingpong: -m takes uv or block\n$/],
+    [['-m', 'spin', '10.0.0.1'], /^uv-pingpong: -m takes uv, block or busy\n$/],
+    [['-s', '-T'], /^uv-pingpong: -T is the client's, with -m uv or busy\n$/],
+    [['-m', 'block', '-T', '10.0.0.1'], /^uv-pingpong: -T is the client's, with -m uv or busy\n$/],
     [['-z', '0', '10.0.0.1'], /^uv-pingpong: -z takes 1–4096/],
     [['-s', '-t', '70000'], /-t 0–65536\n$/],
   ];
