@@ -251,8 +251,11 @@ export function latencyClient(link: Link, plan: Plan, progress: Progress | undef
  * latencyClient, but each receive is awaited with `cq.next()` in `wait` mode:
  * 'events' sleeps on the CQ's completion channel, as ib_send_lat -e does;
  * 'adaptive' (the API's default) polls a while first; 'busy-poll' never sleeps.
+ * `onMeasured` learns when the measured round trips began (performance.now()).
  */
-export async function latencyClientOnEvents(link: Link, plan: Plan, progress: Progress | undefined, wait: CompletionMode = 'events'): Promise<LatencyResult> {
+export async function latencyClientOnEvents(
+  link: Link, plan: Plan, progress: Progress | undefined, wait: CompletionMode = 'events', onMeasured?: (from: number) => void,
+): Promise<LatencyResult> {
   const { qp, recv, sendSignaled, sendUnsignaled } = link;
   const recvCq = qp.recvCq;
   const sendCq = qp.sendCq;
@@ -265,8 +268,10 @@ export async function latencyClientOnEvents(link: Link, plan: Plan, progress: Pr
   const total = plan.warmup + capacity;
   const runFor = timed ? plan.durationMs : Number.POSITIVE_INFINITY;
   let deadline = Number.POSITIVE_INFINITY;
+  let measuredFrom = Number.POSITIVE_INFINITY;
   for (let i = 0; i < total; i++) {
     const start = performance.now();
+    measuredFrom = i === plan.warmup ? start : measuredFrom; // no branch the warm-up skips (see latencyClient)
     const signaled = (i & (SIGNAL_EVERY - 1)) === SIGNAL_EVERY - 1;
     (signaled ? sendSignaled : sendUnsignaled).post();
     pendingSignaled += signaled ? 1 : 0;
@@ -281,6 +286,7 @@ export async function latencyClientOnEvents(link: Link, plan: Plan, progress: Pr
     if (pendingSignaled > 0) pendingSignaled = reapSends(sendCq, pendingSignaled);
   }
   waitForSends(link, pendingSignaled);
+  onMeasured?.(measuredFrom);
   return latencyStats(samples, measured, plan.size);
 }
 

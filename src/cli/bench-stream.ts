@@ -49,12 +49,16 @@ Options:
                          rstream reads, instead of 'data' events (not with --tcp -l:
                          node:net's servers take no onread)
       --timer            run a 1 ms interval timer beside the exchange and report how
-                         late its ticks fire (ms): what the socket leaves to the loop
+                         late its ticks fire (ms) over the measured iterations, and
+                         apart over the warm-up: what the socket leaves to the loop
       --json             print one JSON object: {transport, wait (RDMA), reads, role, size,
                          count, iterations, warmup, bytes, seconds, gbps, mb_per_s,
                          usec_per_xfer, min_us, p50_us, avg_us, p99_us, max_us, cpu_s,
                          cpu_user_s, cpu_system_s, cpu_s_per_gib; with --timer also
-                         timer_ticks, timer_p50_ms, timer_p99_ms, timer_max_ms}
+                         timer_ticks, timer_p50_ms, timer_p99_ms, timer_max_ms,
+                         timer_late_ticks, timer_late_sum_ms, timer_late_queued_ms,
+                         timer_late_on_cpu_ms, timer_warmup_ticks, timer_warmup_p99_ms,
+                         timer_warmup_max_ms}
   -h, --help             show this help
 
 Figures, as rstream computes them, from the end of the sync (and warm-up):
@@ -242,7 +246,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     }
     const probe = values.timer === true ? new TimerProbe() : undefined;
     probe?.start();
-    const timing = await streamExchange(socket, role, plan, relay);
+    const timing = await streamExchange(socket, role, plan, relay, (from) => probe?.measuredFrom(from));
     const lateness = probe?.stop();
     await hangUp(socket);
     const figures = streamFigures(plan, timing);

@@ -63,12 +63,15 @@ Options:
                          sleeping (the queue's spinBudgetUs; default 50, 0 to 1000000).
                          A budget longer than a round trip never sleeps in a ping-pong
       --timer            lat with -e or --wait: run a 1 ms interval timer beside the
-                         ping-pong and report how late its ticks fire (ms): how much
+                         ping-pong and report how late its ticks fire (ms) over the
+                         measured round trips, and apart over the warm-up: how much
                          of the event loop the completion loop leaves to others
       --json             print one JSON object: {size, iters, min_us, p50_us, avg_us,
                          p99_us, p999_us, max_us} (lat; with --timer also timer_ticks,
-                         timer_p50_ms, timer_p99_ms, timer_max_ms) or {size, iters, mb_per_s,
-                         msg_rate_mpps} (bw)
+                         timer_p50_ms, timer_p99_ms, timer_max_ms, timer_late_ticks,
+                         timer_late_sum_ms, timer_late_queued_ms, timer_late_on_cpu_ms,
+                         timer_warmup_ticks, timer_warmup_p99_ms, timer_warmup_max_ms)
+                         or {size, iters, mb_per_s, msg_rate_mpps} (bw)
   -h, --help             show this help
 
 The server listens on every address; both sides print their own figures.
@@ -293,7 +296,7 @@ export async function runBench(argv: string[]): Promise<number> {
       const probe = values.timer === true ? new TimerProbe() : undefined;
       probe?.start();
       result = mode === 'bw' ? (wait ? await bandwidthClientOnEvents(link, plan, progress, wait) : bandwidthClient(link, plan, progress))
-        : onEvents ? await latencyClientOnEvents(link, plan, progress, wait) : latencyClient(link, plan, progress);
+        : onEvents ? await latencyClientOnEvents(link, plan, progress, wait, (from) => probe?.measuredFrom(from)) : latencyClient(link, plan, progress);
       if (probe) result = { ...result, ...probe.stop() } as LatencyResult & TimerLateness;
       progress?.done();
       link.stop.post();

@@ -77,11 +77,14 @@ export class StreamExchangeError extends Error {
 
 /**
  * Runs one side of rstream's custom exchange on `socket`, which must be
- * connected; with `relay`, the socket's reads come through it (its onread).
+ * connected; with `relay`, the socket's reads come through it (its onread);
+ * `onMeasuring` is called as the measured iterations begin (performance.now()).
  * Resolves when this side has sent and received everything; the socket stays
  * open (the caller ends it).
  */
-export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: StreamPlan, relay?: ReadRelay): Promise<StreamTiming> {
+export function streamExchange(
+  socket: Duplex, role: 'client' | 'server', plan: StreamPlan, relay?: ReadRelay, onMeasuring?: (from: number) => void,
+): Promise<StreamTiming> {
   const { size, count, iterations } = plan;
   const warmup = plan.warmup ?? 0;
   const verify = plan.verify === true;
@@ -186,6 +189,7 @@ export function streamExchange(socket: Duplex, role: 'client' | 'server', plan: 
       if (iteration === warmup) {
         startedAt = iterationStart;
         cpuAtStart = process.cpuUsage();
+        onMeasuring?.(startedAt);
       }
       if (role === 'client') send(count, size, () => receive(phase, endIteration));
       else receive(phase, () => send(count, size, endIteration));

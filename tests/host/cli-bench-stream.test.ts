@@ -55,7 +55,10 @@ function parseFigures(result: Run, who: string): Record<string, number | string>
   const lines = result.stdout.trim().split('\n');
   assert.equal(lines.length, 1, `${who} printed one line: ${result.stdout}`);
   const figures = JSON.parse(lines[0]!) as Record<string, number | string>;
-  const timer = 'timer_ticks' in figures ? ['timer_ticks', 'timer_p50_ms', 'timer_p99_ms', 'timer_max_ms'] : [];
+  const timer = 'timer_ticks' in figures
+    ? ['timer_ticks', 'timer_p50_ms', 'timer_p99_ms', 'timer_max_ms', 'timer_late_ticks', 'timer_late_sum_ms', 'timer_late_queued_ms', 'timer_late_on_cpu_ms',
+      'timer_warmup_ticks', 'timer_warmup_p99_ms', 'timer_warmup_max_ms']
+    : [];
   assert.deepEqual(Object.keys(figures), [...STREAM_KEYS, ...timer]);
   return figures;
 }
@@ -113,7 +116,8 @@ test('with no RDMA device, bench stream over RDMA exits 2 with the hint', { skip
 
 test('--tcp: a server and a client (reading with --onread) run a verified ping-pong and agree on the figures', { timeout: 90_000 }, async () => {
   const port = String(await freePort());
-  const plan = ['-S', '100', '-C', '1', '-I', '50', '-w', '5', '-V', '--json', '--tcp', '-p', port];
+  // Enough iterations for the timer to tick during the measured ones (the warm-up's ticks are reported apart).
+  const plan = ['-S', '100', '-C', '1', '-I', '3000', '-w', '5', '-V', '--json', '--tcp', '-p', port];
   const server = run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '-l', '127.0.0.1', ...plan]);
   const client = parseFigures(await run(process.execPath, ['bin/rdmacm', 'bench', 'stream', '127.0.0.1', ...plan, '--timer', '--onread']), 'client');
   const served = parseFigures(await server, 'server');
@@ -121,6 +125,13 @@ test('--tcp: a server and a client (reading with --onread) run a verified ping-p
   const { timer_ticks: ticks, timer_p50_ms: p50Late, timer_p99_ms: p99Late, timer_max_ms: maxLate } = client as Record<string, number>;
   assert.ok(Number.isInteger(ticks) && ticks >= 1, `timer ticks ${ticks}`);
   assert.ok(p50Late >= 0 && p50Late <= p99Late && p99Late <= maxLate, `lateness ${p50Late} ${p99Late} ${maxLate}`);
+  // The late ticks' scheduler figures: the thread's queued and running time fit inside those intervals (1 ms + lateness each).
+  const { timer_late_ticks: lateTicks, timer_late_sum_ms: lateSum, timer_late_queued_ms: queued, timer_late_on_cpu_ms: onCpu } = client as Record<string, number>;
+  assert.ok(Number.isInteger(lateTicks) && lateTicks >= 0 && lateTicks <= ticks, `late ticks ${lateTicks} of ${ticks}`);
+  assert.ok(lateTicks > 0 ? lateSum >= 2 * lateTicks : lateSum === 0, `late ticks ${lateTicks}, ${lateSum} ms late`);
+  assert.ok(queued >= 0 && onCpu >= 0 && queued + onCpu <= lateSum + 2 * lateTicks, `queued ${queued} + on CPU ${onCpu} within ${lateSum} + ${lateTicks} ms`);
+  const { timer_warmup_ticks: warmupTicks, timer_warmup_p99_ms: warmupP99, timer_warmup_max_ms: warmupMax } = client as Record<string, number>;
+  assert.ok(Number.isInteger(warmupTicks) && warmupTicks >= 0 && warmupP99 >= 0 && warmupP99 <= warmupMax, `warm-up: ${warmupTicks} ticks, p99 ${warmupP99}, max ${warmupMax}`);
   assert.equal(served.timer_ticks, undefined, 'the server ran no timer');
   assert.equal(client.reads, 'onread');
   assert.equal(served.reads, 'data');
@@ -128,9 +139,9 @@ test('--tcp: a server and a client (reading with --onread) run a verified ping-p
     assert.equal(figures.transport, 'tcp');
     assert.equal(figures.role, role);
     assert.equal(figures.size, 100);
-    assert.equal(figures.iterations, 50);
+    assert.equal(figures.iterations, 3000);
     assert.equal(figures.warmup, 5);
-    assert.equal(figures.bytes, 50 * 100 * 2);
+    assert.equal(figures.bytes, 3000 * 100 * 2);
     const { min_us: min, p50_us: p50, max_us: max, usec_per_xfer: mean } = figures as Record<string, number>;
     assert.ok(min > 0 && min <= p50 && p50 <= max, `${role}: min ${min} <= p50 ${p50} <= max ${max}`);
     assert.ok(mean > 0 && Number.isFinite(figures.gbps as number) && (figures.gbps as number) > 0, `${role}: ${JSON.stringify(figures)}`);
