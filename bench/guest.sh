@@ -9,9 +9,11 @@
 #
 # Needs RDMACM_TEST_ADDR (set by scripts/rxe-vm.sh): the device's IPv4 address.
 # Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_LAT_EVENTS_ITERS
-# (1000, the ping-pong on the event loop, in each mode), BENCH_LAT_SPIN_US (200: adaptive
-# mode's spin budget in its second row, longer than this guest's round trip), BENCH_BW64_ITERS (5000),
-# BENCH_BW64K_ITERS (1000), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
+# (3000, the ping-pong on the event loop when it sleeps: events, adaptive at its default),
+# BENCH_LAT_SPINNING_ITERS (40000, when it does not: busy-poll, adaptive with BENCH_LAT_SPIN_US;
+# each about 1–3 s, so the 1 ms timer ticks a thousand times or more), BENCH_LAT_SPIN_US (200: adaptive
+# mode's spin budget in its second row, longer than this guest's round trip), BENCH_BW64_ITERS (40000),
+# BENCH_BW64K_ITERS (4000; runs of a second or two: 5000 and 1000 varied twofold), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
 # and raw-layer triples for connection setup; default BENCH_REPS), BENCH_CONN_ROUNDS
 # (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
 # BENCH_PIN (1: the busy-polling pairs run the server on CPU 0, the client on CPU 1),
@@ -36,10 +38,11 @@ mkdir -p "$RAW"
 ADDR=${RDMACM_TEST_ADDR:?RDMACM_TEST_ADDR must name the device\'s IPv4 address}
 REPS=${BENCH_REPS:-3}
 LAT_N=${BENCH_LAT_ITERS:-5000}
-LAT_EV_N=${BENCH_LAT_EVENTS_ITERS:-1000}
+LAT_EV_N=${BENCH_LAT_EVENTS_ITERS:-3000}
+LAT_SPINNING_N=${BENCH_LAT_SPINNING_ITERS:-40000}
 LAT_SPIN_US=${BENCH_LAT_SPIN_US:-200}
-BW64_N=${BENCH_BW64_ITERS:-5000}
-BW64K_N=${BENCH_BW64K_ITERS:-1000}
+BW64_N=${BENCH_BW64_ITERS:-40000}
+BW64K_N=${BENCH_BW64K_ITERS:-4000}
 CONNS=${BENCH_CONNS:-100}
 CONN_REPS=${BENCH_CONN_REPS:-$REPS}
 CONN_ROUNDS=${BENCH_CONN_ROUNDS:-5}
@@ -101,13 +104,16 @@ for r in $(seq 1 "$REPS"); do
   # The event-loop modes (unpinned: they sleep or yield), each client with a
   # 1 ms timer beside it whose lateness says what the mode leaves to the loop.
   for wait in events adaptive busy-poll; do
-    say "lat 2 B on the event loop ($wait), run $r: rdmacm bench --wait $wait --timer"
-    port=$((port + 1)); pair "$RAW/ts-lat-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --wait $wait --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+    n=$LAT_EV_N; [ $wait = busy-poll ] && n=$LAT_SPINNING_N
+    say "lat 2 B on the event loop ($wait), run $r: rdmacm bench --wait $wait --timer, then both in node --single-threaded"
+    port=$((port + 1)); pair "$RAW/ts-lat-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $n -p $port --json) -- $(ts lat --wait $wait --timer -s 2 -n $n -p $port --json "$ADDR")
+    # The timer again with V8's helper threads off: on two CPUs they take turns with the loops (performance-notes.md).
+    port=$((port + 1)); pair "$RAW/ts-lat-single-$wait-2-r$r.json" $(ts_single lat --wait $wait -s 2 -n $n -p $port --json) -- $(ts_single lat --wait $wait --timer -s 2 -n $n -p $port --json "$ADDR")
   done
   # Adaptive again with a budget longer than a round trip here: the default (50 µs) is a NIC's, and under TCG a
   # round trip takes longer, so the default sleeps every time (performance-notes.md, "Adaptive mode's budget").
   say "lat 2 B on the event loop (adaptive, spin $LAT_SPIN_US µs), run $r"
-  port=$((port + 1)); pair "$RAW/ts-lat-adaptive-spin-2-r$r.json" $(ts lat --wait adaptive --spin $LAT_SPIN_US -s 2 -n $LAT_EV_N -p $port --json) -- $(ts lat --wait adaptive --spin $LAT_SPIN_US --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
+  port=$((port + 1)); pair "$RAW/ts-lat-adaptive-spin-2-r$r.json" $(ts lat --wait adaptive --spin $LAT_SPIN_US -s 2 -n $LAT_SPINNING_N -p $port --json) -- $(ts lat --wait adaptive --spin $LAT_SPIN_US --timer -s 2 -n $LAT_SPINNING_N -p $port --json "$ADDR")
   port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   # The events mode on the newest Node line too (bench/run.sh fetches it): Node 20's wake-up path is the slowest.
   if [ -n "$NEXT_NODE" ]; then
@@ -116,8 +122,10 @@ for r in $(seq 1 "$REPS"); do
   fi
   # The same ping-pong in C, waiting on libuv as a Node process does (built by bench/run.sh).
   if [ -x "$APP/uv-pingpong" ]; then
-    say "lat 2 B in C on libuv (bench/uv-pingpong.c), run $r"
-    port=$((port + 1)); pair "$RAW/c-uvlat-2-r$r.json" "$APP/uv-pingpong" -s -w 1000 -n $LAT_EV_N -p $port -- "$APP/uv-pingpong" -w 1000 -n $LAT_EV_N -p $port "$ADDR"
+    # Each with a 1 ms timer beside it, as the TS clients run one: what a C program on the same loop leaves to timers.
+    say "lat 2 B in C on libuv (bench/uv-pingpong.c), events and busy-poll, run $r"
+    port=$((port + 1)); pair "$RAW/c-uvlat-2-r$r.json" "$APP/uv-pingpong" -s -w 1000 -n $LAT_EV_N -p $port -- "$APP/uv-pingpong" -T -w 1000 -n $LAT_EV_N -p $port "$ADDR"
+    port=$((port + 1)); pair "$RAW/c-uvbusy-2-r$r.json" "$APP/uv-pingpong" -s -m busy -w 1000 -n $LAT_SPINNING_N -p $port -- "$APP/uv-pingpong" -m busy -T -w 1000 -n $LAT_SPINNING_N -p $port "$ADDR"
   else
     say "no $APP/uv-pingpong (bench/build-uv-pingpong.sh did not build it): the C-on-libuv rows stay empty"
   fi

@@ -5,7 +5,8 @@
 #   bash bench/run.sh            # on this host's RDMA device, else in the VM
 #   BENCH_VM=1 bash bench/run.sh # always in the VM
 #
-# Knobs (see bench/guest.sh): BENCH_REPS, BENCH_LAT_ITERS, BENCH_BW64_ITERS,
+# Knobs (see bench/guest.sh): BENCH_REPS, BENCH_LAT_ITERS, BENCH_LAT_EVENTS_ITERS,
+# BENCH_LAT_SPINNING_ITERS, BENCH_BW64_ITERS,
 # BENCH_BW64K_ITERS, BENCH_CONNS, BENCH_CONN_REPS, BENCH_CONN_ROUNDS (measured setup
 # rounds per process, default 5), BENCH_CONN_WARMUP (setup rounds before them,
 # default 30), BENCH_PIN (0: the busy-polling pairs unpinned), the socket rows'
