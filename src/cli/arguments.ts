@@ -1,6 +1,6 @@
 // The part every command's argument handling shares: parse strictly with
 // util.parseArgs, print one line and the usage for a bad argument (exit 1),
-// and the usage for --help (exit 0).
+// and the usage for --help (exit 0); read an option's integer within bounds.
 import process from 'node:process';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 
@@ -28,4 +28,15 @@ export function parseCommandArgs<const O extends Options>(
 export function usageError(command: string, usage: string, message: string): number {
   process.stderr.write(`rdmacm ${command}: ${message.replace(/\s*\n\s*/g, ' ')}\n\n${usage}`);
   return 1;
+}
+
+/** An option's value out of its bounds: its message is the line usageError prints. */
+export class OptionValueError extends Error {}
+
+/** The option's integer from min to max (undefined when not given); anything else throws OptionValueError. */
+export function integerOption(value: string | undefined, name: string, max: number, min = 1): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new OptionValueError(`${name} must be an integer from ${min} to ${max} (got '${value}')`);
+  return n;
 }

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import * as tcp from 'node:net';
 import type { Duplex } from 'node:stream';
-import { parseCommandArgs, usageError } from './arguments.js';
+import { integerOption, parseCommandArgs, usageError } from './arguments.js';
 import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
 import { ReadRelay, streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
@@ -78,15 +78,6 @@ const CONNECT_PATIENCE_MS = 15_000;
 const CLOSE_PATIENCE_MS = 10_000;
 /** --onread's buffer: as many bytes as a 'data' event carries at most. */
 const ONREAD_BYTES = 64 * 1024;
-
-class StreamBenchError extends Error {}
-
-function integerOption(value: string | undefined, name: string, max: number, min = 1): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new StreamBenchError(`${name} must be an integer from ${min} to ${max} (got '${value}')`);
-  return n;
-}
 
 /** One connection attempt; resolves connected, rejects with the socket's error. */
 function attempt(open: () => Duplex): Promise<Duplex> {

@@ -6,7 +6,7 @@
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
-import { parseCommandArgs, usageError } from './arguments.js';
+import { integerOption, parseCommandArgs, usageError } from './arguments.js';
 import { runBenchStream } from './bench-stream.js';
 import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { createId, type CmId } from '../api/cm/cm-id.js';
@@ -209,14 +209,6 @@ function humanBandwidth(r: BandwidthResult, plan: Plan, role: string, inline: bo
 }
 
 // ---------------------------------------------------------------- the command
-
-/** An option's integer in [min, max] (from 1 unless said), or undefined when it is not given. */
-function integerOption(value: string | undefined, name: string, max: number, min = 1): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new BenchError(`${name} must be an integer from ${min} to ${max} (got '${value}')`);
-  return n;
-}
 
 /** Runs `rdmacm bench`; resolves to the exit code. */
 export async function runBench(argv: string[]): Promise<number> {
