@@ -51,7 +51,6 @@ static int size = 2, iters = 1000, warmup = 1000, server, touch_pages;
 static long sent, received, pending_signaled, wakes;
 static double *samples, *first_pass_ns, *second_pass_ns, start_ns;
 static volatile unsigned char *region;
-static int running = 1;
 
 /* The timer probe (-T): the lateness of each tick, and the thread's scheduler figures over the late ones. */
 static uv_timer_t probe;
@@ -195,7 +194,7 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   if (status < 0) { fprintf(stderr, "uv-pingpong: uv_poll: %s\n", uv_strerror(status)); exit(1); }
   if (!wake()) {
     uv_poll_stop(handle);
-    running = 0;
+    uv_stop(uv_default_loop()); /* the timer (-T) would keep the loop alive */
   }
 }
 
@@ -302,7 +301,7 @@ int main(int argc, char **argv) {
     if (fcntl(channel->fd, F_SETFL, fcntl(channel->fd, F_GETFL) | O_NONBLOCK)) die("fcntl");
     uv_poll_t watch;
     if (uv_poll_init(uv_default_loop(), &watch, channel->fd) || uv_poll_start(&watch, UV_READABLE, on_readable)) die("uv_poll");
-    while (running && uv_run(uv_default_loop(), UV_RUN_ONCE)) {}
+    uv_run(uv_default_loop(), UV_RUN_DEFAULT);
   } else if (busy) {
     busy_poll();
   } else {
