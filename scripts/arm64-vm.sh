@@ -221,7 +221,14 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-case " $(cat /proc/cmdline) " in *" loglevel=0 "*) echo 0 >/proc/sys/kernel/printk ;; esac
+quiet=0
+case " $(cat /proc/cmdline) " in *" loglevel=1 "*) quiet=1; echo 1 >/proc/sys/kernel/printk ;; esac
+# without the kernel's "reboot: Power down" (an emergency-level line)
+power_off() {
+  sync
+  [ "$quiet" = 1 ] && echo 0 >/proc/sys/kernel/printk
+  poweroff -f
+}
 # stderr: the virtio console (hvc0); the first serial port is COMMAND's stdout
 [ -c /dev/hvc0 ] && exec 2>/dev/hvc0
 VERBOSE=0
@@ -230,8 +237,7 @@ log() { [ "$VERBOSE" = 1 ] && echo "arm64-vm: [$(cut -d' ' -f1 /proc/uptime)] $*
 fail() {
   echo "arm64-vm: guest setup failed: $*" >&2
   [ -d /run/rdmacm ] && echo "$*" >/run/rdmacm/setup-failed
-  sync
-  poweroff -f
+  power_off
 }
 for m in $(cat /modules/load-order); do
   insmod "/modules/$m.ko" || echo "arm64-vm: insmod $m failed" >&2
@@ -303,8 +309,7 @@ rc=$?
 stty -F /dev/ttyAMA0 -onlcr 2>/dev/null
 log "command exited with $rc"
 echo "$rc" >/run/rdmacm/rc.tmp && mv /run/rdmacm/rc.tmp /run/rdmacm/rc
-sync
-poweroff -f
+power_off
 EOF_INIT
 
 INITRD=
@@ -358,13 +363,10 @@ main() {
   echo >>"$ctl/cmd.sh"
   write_guest_env "$ctl/env.sh"
 
-  local loglevel=0 extra=''
+  # 1, not 0: a panic turns the console verbose only from a non-zero level, so
+  # a guest that dies while booting still says why.
+  local loglevel=1 extra=''
   if [ "$VERBOSE" = 1 ]; then loglevel=7; extra=' rdmacm.verbose'; fi
-  mkfifo "$TMP/out" "$TMP/err"
-  cat "$TMP/out" &
-  HELPERS+=($!)
-  cat "$TMP/err" >&2 &
-  HELPERS+=($!)
   # pauth-impdef: QEMU's own pointer-authentication hash, much cheaper under TCG than the architected one
   local args=(-M virt -accel tcg -cpu max,pauth-impdef=on -smp "$SMP" -m "$MEM" -nodefaults -no-user-config
     -display none -no-reboot -kernel "$KDIR/Image" -initrd "$INITRD"
@@ -377,19 +379,39 @@ main() {
     -chardev "file,id=out,path=$(q9p "$TMP/out")" -serial chardev:out
     -chardev "file,id=err,path=$(q9p "$TMP/err")" -device virtio-serial-pci -device virtconsole,chardev=err)
   vlog "qemu-system-aarch64 ${args[*]}"
-  qemu-system-aarch64 "${args[@]}" </dev/null >/dev/null 2>"$TMP/qemu.log" &
-  PIDS+=($!)
 
-  local start=$SECONDS result='' p=${PIDS[0]}
-  while kill -0 "$p" 2>/dev/null; do
-    if [ $((SECONDS - start)) -ge "$TIMEOUT" ]; then result=timeout; break; fi
-    if [ $((SECONDS - start)) -ge "$BOOT_TIMEOUT" ] && [ ! -f "$ctl/booted" ]; then result=noboot; break; fi
-    sleep 0.2
+  # A guest that never booted (QEMU exited, or no sign within BOOT_TIMEOUT)
+  # boots once more: nothing ran yet.
+  local attempt start result p status
+  for attempt in 1 2; do
+    mkfifo "$TMP/out" "$TMP/err"
+    cat "$TMP/out" &
+    HELPERS+=($!)
+    cat "$TMP/err" >&2 &
+    HELPERS+=($!)
+    qemu-system-aarch64 "${args[@]}" </dev/null >/dev/null 2>"$TMP/qemu.log" &
+    PIDS+=($!)
+
+    start=$SECONDS result='' p=${PIDS[0]} status=''
+    while kill -0 "$p" 2>/dev/null; do
+      if [ $((SECONDS - start)) -ge "$TIMEOUT" ]; then result=timeout; break; fi
+      if [ $((SECONDS - start)) -ge "$BOOT_TIMEOUT" ] && [ ! -f "$ctl/booted" ]; then result=noboot; break; fi
+      sleep 0.2
+    done
+    if [ -n "$result" ]; then kill -TERM "$p" 2>/dev/null || true
+    else wait "$p" 2>/dev/null && status=0 || status=$?; fi
+    await_exit "$p"
+    # let the output forwarders finish (EOF once QEMU is gone)
+    for p in "${HELPERS[@]}"; do await_exit "$p" 50 TERM; done
+    if [ "$attempt" = 1 ] && [ "$result" != timeout ] && [ ! -f "$ctl/booted" ]; then
+      msg "the guest did not boot: $(qemu_end "$status" "$((SECONDS - start))" "$TMP/qemu.log"); booting it again (once)"
+      sed 's/^/  qemu: /' "$TMP/qemu.log" >&2 || true
+      rm -f "$TMP/out" "$TMP/err" "$TMP/qemu.log" "$ctl/setup-failed"
+      PIDS=(); HELPERS=()
+      continue
+    fi
+    break
   done
-  if [ -n "$result" ]; then kill -TERM "$p" 2>/dev/null || true; fi
-  await_exit "$p"
-  # let the output forwarders finish (EOF once QEMU is gone)
-  for p in "${HELPERS[@]}"; do await_exit "$p" 50 TERM; done
   local code
   if [ -f "$ctl/rc" ]; then
     code=$(cat "$ctl/rc")
@@ -400,7 +422,7 @@ main() {
     msg "guest setup failed: $(cat "$ctl/setup-failed")"
     code=$EXIT_VM
   else
-    if [ ! -f "$ctl/booted" ]; then msg "the guest failed to boot (see the QEMU log below; try --verbose)"
+    if [ ! -f "$ctl/booted" ]; then msg "the guest failed to boot again: $(qemu_end "$status" "$((SECONDS - start))" "$TMP/qemu.log")"
     else msg "the guest stopped before the command finished (guest crash or QEMU error)"; fi
     sed 's/^/  qemu: /' "$TMP/qemu.log" >&2 || true
     code=$EXIT_VM

@@ -41,7 +41,8 @@
 #                  Pass an extra variable into the guest (VALUE defaults to the
 #                  host's value of NAME).
 #   --verbose      Show kernel messages (console loglevel 7) and setup steps on
-#                  stderr (env RDMACM_VM_VERBOSE=1).
+#                  stderr (env RDMACM_VM_VERBOSE=1). Without it only a kernel
+#                  panic's messages show.
 #
 # What the guest is:
 #   Debian's stock kernel (the package linux-image-amd64 depends on, fetched
@@ -90,7 +91,9 @@
 #        seconds to finish, then they are killed and report 125)
 #   124  timeout (the VMs are killed)
 #   125  VM/harness failure: missing packages that could not be installed,
-#        kernel download failure, guest did not boot, rxe setup failed, QEMU died
+#        kernel download failure, guest did not boot (a guest that never
+#        started its setup boots once more first, after its QEMU's exit
+#        status and log are printed), rxe setup failed, QEMU died
 #   130  interrupted (SIGINT/SIGTERM/SIGHUP on the host script)
 #   2    usage error
 #   (A COMMAND that itself exits 124/125 is indistinguishable; read stderr.)
@@ -395,11 +398,17 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-case " $(cat /proc/cmdline) " in *" loglevel=0 "*) echo 0 >/proc/sys/kernel/printk ;; esac
+quiet=0
+case " $(cat /proc/cmdline) " in *" loglevel=1 "*) quiet=1; echo 1 >/proc/sys/kernel/printk ;; esac
+# without the kernel's "reboot: Power down" (an emergency-level line)
+power_off() {
+  sync
+  [ "$quiet" = 1 ] && echo 0 >/proc/sys/kernel/printk
+  poweroff -f
+}
 fail() {
   echo "rxe-vm init: $*" >/dev/console
-  sync
-  poweroff -f
+  power_off
 }
 for m in @MODULES@; do
   if [ -f "/lib/modules/$m.ko" ]; then
@@ -426,8 +435,7 @@ mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp
 [ -d /newroot/var/tmp ] && mount -t tmpfs -o mode=1777 tmpfs /newroot/var/tmp
 hostname "$(cat /newroot/run/rdmacm/hostname 2>/dev/null || echo rxe-vm)"
 chroot /newroot /bin/bash /run/rdmacm/stage2.sh </dev/console >/dev/console 2>&1
-sync
-poweroff -f
+power_off
 EOF_INIT
 # The guest's root: the host's, or (trixie) the host's under the unpacked packages.
 ROOT_MOUNT_HOST='mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_root /newroot || fail "cannot mount the host root (9p)"'
@@ -668,7 +676,9 @@ main() {
     ports=("$port0" "$port1")
   fi
 
-  local loglevel=0
+  # 1, not 0: a panic turns the console verbose only from a non-zero level, so
+  # a guest that dies while booting still says why.
+  local loglevel=1
   [ "$VERBOSE" = 1 ] && loglevel=7
   # TSC as the clocksource: without it the guest falls back to an emulated HPET
   # and every clock read (performance.now, clock_gettime) is a syscall plus an
@@ -686,6 +696,33 @@ main() {
     STTY_SAVED=$(stty -g 2>/dev/null || true)
   fi
 
+  # A guest that never started its setup (QEMU exited, or no sign within
+  # BOOT_TIMEOUT) boots once more, since nothing ran yet; what the first
+  # attempt left is printed first.
+  local attempt result started_at run_start=$SECONDS
+  local -a qemu_status=() qemu_seconds=()
+  for attempt in 1 2; do
+    launch_guests
+    supervise
+    if [ "$attempt" = 1 ] && [ "$result" != timeout ] && nothing_started && ! all_booted; then
+      for ((i = 0; i < HOSTS; i++)); do
+        [ -f "$TMP/ctl$i/booted" ] && continue
+        msg "$(host_prefix "$i")the guest did not boot: $(boot_failure "$i"); booting it again (once)"
+        sed 's/^/  qemu: /' "$TMP/qemu$i.log" >&2 || true
+      done
+      for ((i = 0; i < HOSTS; i++)); do rm -rf "$TMP/ctl$i" "$TMP/err$i" "$TMP/out$i" "$TMP/qemu$i.log"; done
+      PIDS=(); HELPERS=(); qemu_status=(); qemu_seconds=()
+      continue
+    fi
+    break
+  done
+  report_and_exit
+}
+
+# The guests' QEMU processes, one per host, with their consoles forwarded
+# (main's locals: args pieces, addresses, ports, terminal size).
+launch_guests() {
+  local i
   exec 3<&0
   for ((i = 0; i < HOSTS; i++)); do
     local ctl=$TMP/ctl$i
@@ -760,28 +797,35 @@ main() {
     fi
   done
   exec 3<&-
+  started_at=$SECONDS
+}
 
-  # supervise
-  local start=$SECONDS now alive failed_at='' result='' p
+# Waits until every QEMU has ended, or the run must end: sets result to
+# timeout (the whole run's limit), grace (another host's command failed) or
+# noboot, and each host's QEMU exit status and seconds alive.
+supervise() {
+  local i p alive now failed_at=''
   local -a done_=()
+  result=''
   while :; do
     alive=0
     for ((i = 0; i < HOSTS; i++)); do
       p=${PIDS[$i]}
-      if [ -z "${done_[$i]:-}" ]; then
-        if kill -0 "$p" 2>/dev/null; then
-          alive=$((alive + 1))
-        else
-          done_[$i]=1
-          if [ -z "$failed_at" ] && { [ ! -f "$TMP/ctl$i/rc" ] || [ "$(cat "$TMP/ctl$i/rc")" != 0 ]; }; then
-            failed_at=$SECONDS
-          fi
-        fi
+      [ -n "${done_[$i]:-}" ] && continue
+      if kill -0 "$p" 2>/dev/null; then
+        alive=$((alive + 1))
+        continue
+      fi
+      done_[$i]=1
+      qemu_seconds[$i]=$((SECONDS - started_at))
+      wait "$p" 2>/dev/null && qemu_status[$i]=0 || qemu_status[$i]=$?
+      if [ -z "$failed_at" ] && { [ ! -f "$TMP/ctl$i/rc" ] || [ "$(cat "$TMP/ctl$i/rc")" != 0 ]; }; then
+        failed_at=$SECONDS
       fi
     done
     [ "$alive" = 0 ] && break
     now=$SECONDS
-    if [ $((now - start)) -ge "$TIMEOUT" ]; then
+    if [ $((now - run_start)) -ge "$TIMEOUT" ]; then
       result=timeout
       break
     fi
@@ -789,7 +833,7 @@ main() {
       result=grace
       break
     fi
-    if [ $((now - start)) -ge "$BOOT_TIMEOUT" ]; then
+    if [ $((now - started_at)) -ge "$BOOT_TIMEOUT" ]; then
       for ((i = 0; i < HOSTS; i++)); do
         if [ ! -f "$TMP/ctl$i/booted" ]; then result=noboot; break 2; fi
       done
@@ -800,16 +844,36 @@ main() {
   if [ -n "$result" ]; then
     for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   fi
-  local codes=() code rcfile first=''
   for p in "${PIDS[@]}"; do await_exit "$p"; done
   # let the output forwarders finish (EOF once QEMU is gone)
   for p in "${HELPERS[@]}"; do await_exit "$p" 50 TERM; done
   if [ -n "$STTY_SAVED" ]; then stty "$STTY_SAVED" 2>/dev/null || true; STTY_SAVED=; fi
+}
 
-  local pfx
+nothing_started() {
+  local i
+  for ((i = 0; i < HOSTS; i++)); do [ -f "$TMP/ctl$i/started" ] && return 1; done
+  return 0
+}
+all_booted() {
+  local i
+  for ((i = 0; i < HOSTS; i++)); do [ -f "$TMP/ctl$i/booted" ] || return 1; done
+  return 0
+}
+host_prefix() { [ "$HOSTS" = 2 ] && printf 'host%s: ' "$1"; return 0; }
+
+# Why host I has not booted: how its QEMU ended, or that it was stopped.
+boot_failure() {
+  qemu_end "${qemu_status[$1]:-}" "${qemu_seconds[$1]:-}" "$TMP/qemu$1.log"
+}
+
+# Each host's exit code (its command's, or why it has none), then exit with the first non-zero one.
+report_and_exit() {
+  local codes=() code rcfile first='' pfx i again=''
+  [ "$attempt" = 2 ] && again=' again'
   for ((i = 0; i < HOSTS; i++)); do
     rcfile=$TMP/ctl$i/rc
-    pfx=""; [ "$HOSTS" = 2 ] && pfx="host$i: "
+    pfx=$(host_prefix "$i")
     if [ -f "$rcfile" ]; then
       code=$(cat "$rcfile")
     elif [ "$result" = timeout ]; then
@@ -821,11 +885,11 @@ main() {
       msg "${pfx}guest setup failed: $(cat "$TMP/ctl$i/setup-failed")"
       code=$EXIT_VM
     elif [ ! -f "$TMP/ctl$i/booted" ]; then
-      msg "${pfx}the guest failed to boot (see the QEMU log below; try --verbose)"
+      msg "${pfx}the guest failed to boot${again}: $(boot_failure "$i")"
       sed 's/^/  qemu: /' "$TMP/qemu$i.log" >&2 || true
       code=$EXIT_VM
     else
-      msg "${pfx}the guest stopped before the command finished (guest crash or QEMU error)"
+      msg "${pfx}the guest stopped before the command finished (guest crash or QEMU error)${qemu_status[$i]:+; QEMU exited with status ${qemu_status[$i]}}"
       sed 's/^/  qemu: /' "$TMP/qemu$i.log" >&2 || true
       code=$EXIT_VM
     fi
@@ -842,5 +906,4 @@ main() {
   TMP=
   exit "${first:-0}"
 }
-
 main

@@ -64,6 +64,21 @@ await_exit() {
   wait "$pid" 2>/dev/null || true
 }
 
+# qemu_end STATUS SECONDS LOG: how a guest's QEMU ended, for a guest that did
+# not boot (STATUS empty: it was stopped at BOOT_TIMEOUT).
+qemu_end() {
+  local status=$1 secs=$2 log=$3
+  if [ -z "$status" ]; then
+    echo "no sign of its setup within ${BOOT_TIMEOUT}s (RDMACM_VM_BOOT_TIMEOUT); QEMU was stopped"
+  elif [ "$status" -gt 128 ]; then
+    echo "QEMU was killed by signal $((status - 128)) after ${secs}s"
+  elif [ -s "$log" ]; then
+    echo "QEMU exited with status $status after ${secs}s (its log below)"
+  else
+    echo "QEMU exited with status $status after ${secs}s: the kernel stopped (a panic's messages are above; a triple fault prints nothing)"
+  fi
+}
+
 # What a run started: QEMU processes (PIDS), output forwarders (HELPERS), the
 # terminal's settings (STTY_SAVED), the run's folder (TMP).
 TMP=
