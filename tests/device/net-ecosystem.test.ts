@@ -246,7 +246,10 @@ test('RdmaAgent and RdmaHttpsAgent: http.get and https.get unchanged but for the
   const { key, cert } = selfSigned();
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => res.end(JSON.stringify({ url: req.url, secure: 'encrypted' in req.socket }));
   const plain = http.createServer(handler);
-  const secure = https.createServer({ key, cert }, handler);
+  // The refused client's handshake never completes on the server, whose socket
+  // (allowHalfOpen) then waits for tls's handshakeTimeout, 120 s by default:
+  // over node:net the same. 5 s lets the test end sooner.
+  const secure = https.createServer({ key, cert, handshakeTimeout: 5_000 }, handler);
   // allowHalfOpen for TLS, as above; https.Server wraps each socket it is given, as tls.Server does.
   const plainServer = createServer((socket) => plain.emit('connection', socket));
   const secureServer = createServer({ allowHalfOpen: true }, (socket) => secure.emit('connection', socket));
