@@ -53,7 +53,9 @@
 # Streams: COMMAND's stdout reaches this script's stdout (the guest's first
 #   serial port), its stderr this script's stderr (a virtio console); stdin is
 #   /dev/null (no interactive mode).
-# Exit status: COMMAND's; 124 timeout; 125 VM or harness failure; 2 usage.
+# Exit status: COMMAND's; 124 timeout; 125 VM or harness failure (a guest
+#   that never booted boots once more first, after QEMU's exit status, its log
+#   and any kernel panic are printed); 2 usage.
 #
 # Caches: the kernel and the userland in scripts/debian-packages.sh's
 #   ($RDMACM_DEBIAN_CACHE, trixie-arm64/), node in scripts/arm64-node.sh's, the
@@ -221,14 +223,7 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-quiet=0
-case " $(cat /proc/cmdline) " in *" loglevel=1 "*) quiet=1; echo 1 >/proc/sys/kernel/printk ;; esac
-# without the kernel's "reboot: Power down" (an emergency-level line)
-power_off() {
-  sync
-  [ "$quiet" = 1 ] && echo 0 >/proc/sys/kernel/printk
-  poweroff -f
-}
+@POWER_OFF@
 # stderr: the virtio console (hvc0); the first serial port is COMMAND's stdout
 [ -c /dev/hvc0 ] && exec 2>/dev/hvc0
 VERBOSE=0
@@ -315,6 +310,7 @@ EOF_INIT
 INITRD=
 ensure_initramfs() {
   local bb=$USERLAND/usr/bin/busybox hash
+  INIT_SCRIPT=${INIT_SCRIPT//@POWER_OFF@/"$INIT_POWER_OFF"}   # quoted: bash 5.2 reads & in a bare replacement as the match
   hash=$( { printf '%s\n' "$INIT_SCRIPT"; cat "$KDIR/release" "$KDIR/load-order"; ls -l "$KDIR/modules"; sha256sum "$bb"; } |
     sha256sum | cut -c1-16)
   INITRD=$CACHE/initramfs-$hash.cpio

@@ -398,14 +398,7 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-quiet=0
-case " $(cat /proc/cmdline) " in *" loglevel=1 "*) quiet=1; echo 1 >/proc/sys/kernel/printk ;; esac
-# without the kernel's "reboot: Power down" (an emergency-level line)
-power_off() {
-  sync
-  [ "$quiet" = 1 ] && echo 0 >/proc/sys/kernel/printk
-  poweroff -f
-}
+@POWER_OFF@
 fail() {
   echo "rxe-vm init: $*" >/dev/console
   power_off
@@ -464,6 +457,7 @@ ensure_initramfs() {
   [ -x "$bb" ] || die $EXIT_VM "$bb missing (busybox-static)"
   [ -f "$KDIR/load-order" ] && mods=$(cat "$KDIR/load-order")
   INIT_SCRIPT=${INIT_SCRIPT//@MODULES@/$(echo $mods)}
+  INIT_SCRIPT=${INIT_SCRIPT//@POWER_OFF@/"$INIT_POWER_OFF"}   # quoted: bash 5.2 reads & in a bare replacement as the match
   if [ -n "$LOWER" ]; then
     INIT_SCRIPT=${INIT_SCRIPT//@ROOT_MOUNT@/${ROOT_MOUNT_OVERLAY//@LOWER@/$LOWER}}
   else

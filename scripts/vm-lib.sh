@@ -1,6 +1,7 @@
 # vm-lib.sh - what rxe-vm.sh and arm64-vm.sh share, sourced by both (never
 # run): the kernel modules a guest loads, quoting for QEMU's options, the
-# environment file a guest's command starts with, and stopping everything they
+# environment file a guest's command starts with, the init's way out, what a
+# guest that never booted is told apart by, and stopping everything they
 # started, whichever way they end.
 # The caller defines msg, vlog, die, EXIT_USAGE and EXTRA_ENV (its -e arguments).
 
@@ -63,6 +64,19 @@ await_exit() {
   kill "-$signal" "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
+
+# For the guests' init scripts (at @POWER_OFF@): power_off, which first drops
+# the console to level 0 when the kernel runs at 1 (where a panic still
+# speaks), so that the emergency-level "reboot: Power down" does not show.
+read -r -d '' INIT_POWER_OFF <<'EOF_POWER_OFF' || true
+quiet=0
+case " $(cat /proc/cmdline) " in *" loglevel=1 "*) quiet=1; echo 1 >/proc/sys/kernel/printk ;; esac
+power_off() {
+  sync
+  [ "$quiet" = 1 ] && echo 0 >/proc/sys/kernel/printk
+  poweroff -f
+}
+EOF_POWER_OFF
 
 # qemu_end STATUS SECONDS LOG: how a guest's QEMU ended, for a guest that did
 # not boot (STATUS empty: it was stopped at BOOT_TIMEOUT).
