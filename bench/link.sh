@@ -19,6 +19,9 @@ mkdir -p "$RAW"
 
 # say and listening: bench/pairs.sh; the runs, their knobs and tss: bench/socket-runs.sh.
 source bench/pairs.sh
+# 8 MiB each way: across the link such a run already lasts about a second (its slow ones, five).
+BENCH_SOCK_BW64K_COUNT=${BENCH_SOCK_BW64K_COUNT:-128}
+BENCH_SOCK_BW1M_COUNT=${BENCH_SOCK_BW1M_COUNT:-8}
 source bench/socket-runs.sh
 
 # link_pair NAME SERVER_CMD... -- CLIENT_CMD...: host 0 starts the server and

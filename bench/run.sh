@@ -71,7 +71,8 @@ if [ "${BENCH_VM:-0}" != 1 ] && host_has_device; then
 else
   echo "bench: no RDMA device here; running in a soft-RoCE VM (scripts/rxe-vm.sh)" >&2
   where="qemu/TCG guest, rxe on veth"
-  bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-2700}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/guest.sh "$raw"
+  # 3300 s: the session took 38 minutes on 2026-11-29, before its throughput runs grew eightfold (about 2 more)
+  bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-3300}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/guest.sh "$raw"
 fi
 # The socket rows again across a link between two guests (bench/link.sh); BENCH_LINK=0 skips them.
 # On a host with its own device there is no second host to pair with: run bench/link.sh on two hosts by hand.

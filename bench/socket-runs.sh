@@ -9,8 +9,11 @@ SOCK_LAT_N=${BENCH_SOCK_LAT_ITERS:-1000}
 # 5000 warm-up round trips: V8 compiles the socket path's functions for thousands of them (until
 # ~3500 on Node 20), and each compile stalls a round trip (performance-notes.md).
 SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-5000}
-SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-128}
-SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-8}
+# 64 MiB each way: runs of 8 MiB (a third of a second in one guest) swung by a
+# third from one to the next, rstream's as much as ours (performance-notes.md).
+# bench/link.sh keeps 8 MiB, whose runs last seconds across the link.
+SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-1024}
+SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-64}
 # Each "KIND SIZE COUNT": throughput at 64 KiB and 1 MiB writes, ping-pong at 64 B and 4 KiB.
 SOCK_SPECS=("bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N")
 # socket_run KIND SIZE COUNT: sets run (rstream's -S -C -I, the same for both tools) and warm (the TS pairs' warm-up, -w).
