@@ -5,6 +5,7 @@
 // what the first ran at length). Either says what it left out.
 import { after } from 'node:test';
 import { hasDevice, testDevice } from '../support/device.js';
+import { startHangWatchdog } from '../support/hang-watchdog.js';
 
 const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-ipv6', 'net-destinations', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
 
@@ -36,6 +37,10 @@ if (bound.enabled && !bound.active && process.env.CI && process.arch === 'x64') 
 // fails at its own timeout, instead of node:test cancelling every test after it
 // when the loop empties (a CI run lost 17 tests that way to one).
 const holdLoop = setInterval(() => undefined, 60_000);
+// A test that outlives every test's own timeout, or a loop blocked longer than
+// any synchronous spawn here waits (120 s), is named and ends the run, well
+// before the harness's limit. RDMACM_HANG_S raises the first (a soak's load runs for an hour).
+startHangWatchdog({ testMs: Number(process.env.RDMACM_HANG_S ?? 600) * 1000, blockedMs: 200_000 });
 
 // A filter says what it left out (scripts/test.sh repeats the line under its
 // closing count), and a name that is not a file is an error, not an empty run.
