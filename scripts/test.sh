@@ -37,6 +37,13 @@ NEXT_NODE=26
 OTHER_NODE=22
 ARM64_NODE=24
 
+# Each device pass's limit in the VM. The passes took 10 minutes each on the
+# machines CI had until 2026-11-29, and 22-26 minutes on a host twice as slow
+# (2026-12-01), where a 1500 s limit killed the Debian 12 pass near its end.
+# A hang needs no such margin: the tier's watchdog (tests/support/hang-watchdog.ts)
+# ends a test that outlives every timeout, or a blocked loop, within minutes.
+DEVICE_PASS_TIMEOUT=2700
+
 # Everything is in functions, read whole before anything runs: editing this
 # file during a run cannot change what the run does.
 host_has_device() {
@@ -129,7 +136,7 @@ main() {
       # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
       local only=()
       if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
-      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-1500}" ${only[@]+"${only[@]}"} -- sh -c \
+      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-$DEVICE_PASS_TIMEOUT}" ${only[@]+"${only[@]}"} -- sh -c \
         'node scripts/platform.mjs --step "device tier (soft-RoCE VM)" && exec node dist/tests/device/run.js' || status=1
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
@@ -141,7 +148,7 @@ main() {
         local next_node
         next_node=$(bash scripts/node-release.sh "$NEXT_NODE") || status=1
         tier_run env RDMACM_BOUND_CALLS=1 RDMACM_TEST_EXCEPT=net-riostream-default RDMACM_NODE_BIN="$next_node/bin" RDMACM_NODE_MAJOR="$NEXT_NODE" \
-          bash scripts/rxe-vm.sh --distro trixie --timeout 1500 -e RDMACM_BOUND_CALLS -e RDMACM_TEST_EXCEPT -e RDMACM_NODE_BIN -e RDMACM_NODE_MAJOR -- sh -c \
+          bash scripts/rxe-vm.sh --distro trixie --timeout "$DEVICE_PASS_TIMEOUT" -e RDMACM_BOUND_CALLS -e RDMACM_TEST_EXCEPT -e RDMACM_NODE_BIN -e RDMACM_NODE_MAJOR -- sh -c \
           'mkdir -p /tmp/node-next && cp "$RDMACM_NODE_BIN/node" /tmp/node-next/ && export PATH="/tmp/node-next:$PATH" &&
            unset RDMACM_NODE_BIN RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
            node scripts/platform.mjs --step "device tier, rdma-core 56 guest, bound calls on" --expect-rdma-core 56 --expect-node "$RDMACM_NODE_MAJOR" &&
