@@ -31,9 +31,11 @@ const describe = (figures: Lateness) =>
 
 let tcpP50Ms = Number.NaN;
 
-function assertNotStarved(figures: Lateness): void {
-  const bound = MEDIAN_FACTOR * tcpP50Ms + MEDIAN_SLACK_MS;
-  assert.ok(figures.timer_p50_ms <= bound, `the timer's median lateness was ${figures.timer_p50_ms} ms (bound ${bound} ms; TCP's ${tcpP50Ms} ms)`);
+/** `sliceMs`: a loop that completions keep busy turns once per time slice, so its timers may wait that long on top. */
+function assertNotStarved(figures: Lateness, sliceMs = 0): void {
+  const bound = MEDIAN_FACTOR * tcpP50Ms + MEDIAN_SLACK_MS + sliceMs;
+  const slice = sliceMs > 0 ? `, a ${sliceMs} ms time slice among them` : '';
+  assert.ok(figures.timer_p50_ms <= bound, `the timer's median lateness was ${figures.timer_p50_ms} ms (bound ${bound} ms${slice}; TCP's ${tcpP50Ms} ms)`);
 }
 
 test('node:net TCP ping-pong in this guest with a 1 ms timer beside it (the reference)', { timeout: 300_000 }, async () => {
@@ -92,7 +94,10 @@ test('100 queues in adaptive mode, 50 ping-pongs at once in this process: a 1 ms
     const lateness = probe.stop();
     console.log(`# 100 adaptive queues, 50 ping-pongs × ${ROUNDS_EACH}: ${(elapsed / 1000).toFixed(1)} s; ${describe(lateness)}`);
     assert.ok(lateness.timer_ticks >= 100, `the timer ticked ${lateness.timer_ticks} times`);
-    assertNotStarved(lateness);
+    // 50 ping-pongs never let the loop idle: each turn spends its slice on completions
+    // before timers run: a median near one slice (0.97-1.59 ms in the guests), where the loop
+    // delay read 94-135 ms p50 before there was a slice (performance-notes.md).
+    assertNotStarved(lateness, pairs[0]!.client.queuePair.recvCq.timeSliceMs);
   } finally {
     for (const pair of pairs) pair.close();
   }
