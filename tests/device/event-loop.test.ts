@@ -31,7 +31,7 @@ const describe = (figures: Lateness) =>
 
 let tcpP50Ms = Number.NaN;
 
-/** `sliceMs`: a loop that completions keep busy turns once per time slice, so its timers may wait that long on top. */
+/** `sliceMs`: the time slices a loop that completions keep busy spends in a turn, so its timers may wait that long on top. */
 function assertNotStarved(figures: Lateness, sliceMs = 0): void {
   const bound = MEDIAN_FACTOR * tcpP50Ms + MEDIAN_SLACK_MS + sliceMs;
   const slice = sliceMs > 0 ? `, a ${sliceMs} ms time slice among them` : '';
@@ -94,10 +94,11 @@ test('100 queues in adaptive mode, 50 ping-pongs at once in this process: a 1 ms
     const lateness = probe.stop();
     console.log(`# 100 adaptive queues, 50 ping-pongs × ${ROUNDS_EACH}: ${(elapsed / 1000).toFixed(1)} s; ${describe(lateness)}`);
     assert.ok(lateness.timer_ticks >= 100, `the timer ticked ${lateness.timer_ticks} times`);
-    // 50 ping-pongs never let the loop idle: each turn spends its slice on completions
-    // before timers run: a median near one slice (0.97-1.59 ms in the guests), where the loop
-    // delay read 94-135 ms p50 before there was a slice (performance-notes.md).
-    assertNotStarved(lateness, pairs[0]!.client.queuePair.recvCq.timeSliceMs);
+    // 50 ping-pongs never let the loop idle: a turn may spend a slice on channel wake-ups
+    // in its poll phase and another on scheduled polls in its check phase before timers
+    // run again. Medians read 0.97-2.10 ms in the guests; before there was a slice the
+    // loop's delay read 94-135 ms p50 (performance-notes.md).
+    assertNotStarved(lateness, 2 * pairs[0]!.client.queuePair.recvCq.timeSliceMs);
   } finally {
     for (const pair of pairs) pair.close();
   }
