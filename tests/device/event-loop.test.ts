@@ -34,7 +34,7 @@ let tcpP50Ms = Number.NaN;
 /** `sliceMs`: the time slices a loop that completions keep busy spends in a turn, so its timers may wait that long on top. */
 function assertNotStarved(figures: Lateness, sliceMs = 0): void {
   const bound = MEDIAN_FACTOR * tcpP50Ms + MEDIAN_SLACK_MS + sliceMs;
-  const slice = sliceMs > 0 ? `, a ${sliceMs} ms time slice among them` : '';
+  const slice = sliceMs > 0 ? `, ${sliceMs} ms of time slices among them` : '';
   assert.ok(figures.timer_p50_ms <= bound, `the timer's median lateness was ${figures.timer_p50_ms} ms (bound ${bound} ms${slice}; TCP's ${tcpP50Ms} ms)`);
 }
 

@@ -50,7 +50,7 @@ export function startHangWatchdog(limits: HangLimits): void {
   const tick = () => Atomics.store(beat, 0, Date.now() - since);
   tick();
   setInterval(tick, 1000).unref();
-  const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { testMs: limits.testMs, blockedMs: limits.blockedMs, beat, since } });
+  const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { ...limits, beat, since } });
   worker.unref();
   // Subtests often share their parents' names; the full path (Node 20.16 and later) tells them apart.
   const nameOf = (t: { name: string }) => (t as { fullName?: string }).fullName ?? t.name;
