@@ -12,12 +12,17 @@ export function makeFifo(): { path: string; remove(): void } {
   return { path, remove: () => rmSync(dir, { recursive: true }) };
 }
 
+/** A FIFO known only by its fd: its name is gone once it is open, so a process that exits without close() leaves nothing in the temporary folder. */
 export class Fifo {
   readonly fd: number;
-  readonly #fifo = makeFifo();
 
   constructor() {
-    this.fd = openSync(this.#fifo.path, constants.O_RDWR | constants.O_NONBLOCK);
+    const fifo = makeFifo();
+    try {
+      this.fd = openSync(fifo.path, constants.O_RDWR | constants.O_NONBLOCK);
+    } finally {
+      fifo.remove();
+    }
   }
 
   write(bytes: number): void {
@@ -40,6 +45,5 @@ export class Fifo {
 
   close(): void {
     closeSync(this.fd);
-    this.#fifo.remove();
   }
 }
