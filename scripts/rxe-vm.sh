@@ -633,11 +633,12 @@ free_udp_port() {
 }
 
 main() {
-  ensure_packages
   mkdir -p "$CACHE"
-  # Two first runs at once would unpack into the same cache: one prepares, the other waits.
+  # Two first runs at once would run apt-get together and unpack into the same
+  # cache: one prepares, the other waits.
   exec 8>"$CACHE/.lock"
   flock 8
+  ensure_packages
   ensure_kernel
   ensure_userland
   ensure_initramfs

@@ -24,10 +24,11 @@
 # Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
 # userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
 # runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes), on
-# Node 24; Node 22's x64 build runs the host tier a second time, and Node 26's
-# its fd-watcher file (Node 26 is where koffi's poll callbacks leave Node's
-# queues undrained; a whole third host pass cost 2 1/4 minutes of the 40). So
-# every release line that npm's users run (20 to 26) runs a tier.
+# Node 24; Node 22's x64 build runs the host tier a second time (beside the
+# first), and Node 26's runs its fd-watcher file (Node 26 is where koffi's poll
+# callbacks leave Node's queues undrained; a whole third host pass cost 2 1/4
+# minutes of the 40). So every release line that npm's users run (20 to 26)
+# runs a tier.
 set -euo pipefail
 
 # The Node release lines besides this host's: the Debian 13 pass runs on
@@ -94,9 +95,9 @@ host_pass() {
   echo "== host tier, Node $1${3:+: $3}"
   local node_dir
   node_dir=$(bash scripts/node-release.sh "$1") || return 1
-  tier_run env PATH="$node_dir/bin:$PATH" sh -c \
+  env PATH="$node_dir/bin:$PATH" sh -c \
     "node scripts/platform.mjs --step 'host tier, Node $1' --expect-node $1 &&
-     exec node --import tsx --test --test-reporter=spec $2"
+     exec node --import tsx --test --test-reporter=spec $2" 2>&1
 }
 
 main() {
@@ -106,7 +107,7 @@ main() {
   export RDMACM_DEBIAN_CACHE=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}
   # the runners' output, kept for the summary line
   log=$(mktemp)
-  trap 'rm -f "$log"' EXIT
+  trap 'rm -f "$log" "$log.other"' EXIT
   bash scripts/install-deps.sh test
   [ -d node_modules/koffi ] || npm ci --no-audit --no-fund
   npm run --silent build
@@ -114,11 +115,18 @@ main() {
   if [ "$tier" = all ] || [ "$tier" = host ]; then
     # The API reference: TypeDoc fails on a broken doc comment or an unexported type the API refers to.
     npm run --silent docs || { echo "docs: the API reference did not build (TypeDoc's warnings above)"; status=1; }
+    # node --test runs one file at a time on two cores, so the second Node
+    # line's pass runs beside the first, its output shown after it.
+    local other_log=$log.other other_pass other_status=0
+    host_pass "$OTHER_NODE" 'tests/host/*.test.ts' >"$other_log" 2>&1 &
+    other_pass=$!
     echo "== host tier"
     tier_run node scripts/platform.mjs --step 'host tier' || status=1
     tier_run node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
-    host_pass "$OTHER_NODE" 'tests/host/*.test.ts' || status=1
-    host_pass "$NEXT_NODE" tests/host/fd-watcher.test.ts 'fd-watcher only' || status=1
+    wait "$other_pass" || other_status=1
+    tier_run cat "$other_log"
+    [ "$other_status" = 0 ] || status=1
+    tier_run host_pass "$NEXT_NODE" tests/host/fd-watcher.test.ts 'fd-watcher only' || status=1
   fi
 
   if [ "$tier" = all ] || [ "$tier" = device ]; then
