@@ -21,8 +21,6 @@ import {
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from '../bench/loops.js';
 
-export const benchSummary = 'measure RC send/recv latency (lat) or bandwidth (bw) against another rdmacm bench, or sockets as rstream does (stream)';
-
 const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--spin US] [--timer] [--json] [SERVER_ADDR]
        rdmacm bench stream [options] SERVER_ADDR | -l [BIND_ADDR]   (rdmacm bench stream --help)
 

@@ -4,8 +4,6 @@ import process from 'node:process';
 import { parseCommandArgs } from './arguments.js';
 import { listDevices, noDeviceFoundReason, type DeviceInfo, type PortInfo, type UnavailableDevice } from '../api/verbs/devices.js';
 
-export const devicesSummary = 'list RDMA devices, their ports and GIDs (-v for details, --json)';
-
 const usage = `Usage: rdmacm devices [-v] [--json] [-h]
 
 List the RDMA devices on this host. A device that cannot be opened (no access

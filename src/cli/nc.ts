@@ -10,8 +10,6 @@ import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect, createServer, type RdmaSocket } from '../net/index.js';
 import { endpoint } from './endpoint.js';
 
-export const ncSummary = 'netcat over RDMA: stdin and stdout through an rsockets stream (talks to rstream, rcopy and rdmacm/net)';
-
 const usage = `Usage: rdmacm nc [-v] HOST PORT
        rdmacm nc -l [-v] [HOST] PORT
 
@@ -55,7 +53,6 @@ function describe(error: unknown): string {
   };
   return code && hints[code] ? `${message} (${hints[code]})` : message;
 }
-
 
 async function acceptOne(host: string | undefined, port: number, verbose: boolean): Promise<RdmaSocket> {
   const server = createServer({ allowHalfOpen: true });

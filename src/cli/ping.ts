@@ -11,8 +11,6 @@ import { EventChannel } from '../api/cm/event-channel.js';
 import type { MemoryRegion } from '../api/verbs/memory-region.js';
 import type { WorkCompletion } from '../api/work/work-completion.js';
 
-export const pingSummary = 'rping-compatible ping: client (-c) or server (-s), RDMA read and write';
-
 const usage = `Usage: rdmacm ping -s [-v] [-S size] [-a addr] [-p port]
        rdmacm ping -c [-vV] [-S size] [-C count] -a addr [-p port]
 

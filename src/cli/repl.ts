@@ -13,8 +13,6 @@ import type { DeviceInfo, UnavailableDevice } from '../index.js';
 import { packageVersion } from '../package-info.js';
 import { noDeviceFoundReason } from '../api/verbs/devices.js';
 
-export const replSummary = 'an interactive REPL with the whole API preloaded, top-level await, resources closed on exit';
-
 const usage = `Usage: rdmacm repl [-h]
 
 Starts a Node.js REPL with every export of rdmacm preloaded as a global (and

@@ -15,8 +15,6 @@ import { createId, type CmId } from '../api/cm/cm-id.js';
 import { EventChannel } from '../api/cm/event-channel.js';
 import type { MemoryRegion } from '../api/verbs/memory-region.js';
 
-export const smokeSummary = 'smoke-test this host\'s RDMA device: connect, send/recv, RDMA write/read, teardown';
-
 const usage = `Usage: rdmacm smoke [-a ADDRESS] [-p PORT] [-d DEVICE] [--vm] [--json] [-h]
 
 Runs the smoke test on this host's RDMA device, client and server in one
