@@ -518,8 +518,9 @@ mount_share rdmacm_proj "$PROJECT_DIR"
 # export of the same folder that the guest caches: on the coherent share every
 # stat and read is a round trip to the host, and the CLI took 19 s to start.
 mount_share rdmacm_proj_ro /run/rdmacm-proj-ro ro,cache=loose
+# (A symlink is left as it is: it resolves in the guest's own tree.)
 for sub in node_modules dist; do
-  if [ -d "$PROJECT_DIR/$sub" ]; then mount --bind "/run/rdmacm-proj-ro/$sub" "$PROJECT_DIR/$sub" || setup_fail "bind $sub read-only"; fi
+  if [ -d "$PROJECT_DIR/$sub" ] && [ ! -L "$PROJECT_DIR/$sub" ]; then mount --bind "/run/rdmacm-proj-ro/$sub" "$PROJECT_DIR/$sub" || setup_fail "bind $sub read-only"; fi
 done
 mount_share rdmacm_shared /run/rdmacm-shared
 mkdir -p /tmp/home
