@@ -21,8 +21,9 @@
 # Sockets (rdmacm/net against rstream and node:net TCP): BENCH_SOCK_REPS (3),
 # BENCH_SOCK_LAT_ITERS (1000 round trips at 64 B and 4 KiB, after
 # BENCH_SOCK_LAT_WARMUP, 5000, for the TS pairs), BENCH_SOCK_BW64K_COUNT (1024 writes
-# of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (64 writes of 1 MiB each way; the TS
-# pairs warm up with one such iteration), BENCH_SOCK_CONNS (30 connections, after
+# of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (64 writes of 1 MiB each way),
+# BENCH_SOCK_BW_WARMUP_MIB (512: the TS pairs' throughput warm-up, each way, in
+# whole iterations of the run), BENCH_SOCK_CONNS (30 connections, after
 # 10), BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
 # BENCH_SOCK_CPU_ITERS (4: rstream's longer throughput run, whose CPU time less
 # the one-iteration run's is its CPU for the extra bytes).

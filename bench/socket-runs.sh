@@ -14,10 +14,20 @@ SOCK_LAT_W=${BENCH_SOCK_LAT_WARMUP:-5000}
 # bench/link.sh keeps 8 MiB, whose runs last seconds across the link.
 SOCK_BW64K_C=${BENCH_SOCK_BW64K_COUNT:-1024}
 SOCK_BW1M_C=${BENCH_SOCK_BW1M_COUNT:-64}
+# The throughput pairs' warm-up, in MiB each way: until 2026-12-02 one iteration
+# (64 MiB, 1024 writes of 64 KiB), after which V8 still compiled the path through
+# the measured run, which then read two thirds of a warmed one (performance-notes.md).
+SOCK_BW_WARM_MIB=${BENCH_SOCK_BW_WARMUP_MIB:-512}
 # Each "KIND SIZE COUNT": throughput at 64 KiB and 1 MiB writes, ping-pong at 64 B and 4 KiB.
 SOCK_SPECS=("bw 65536 $SOCK_BW64K_C" "bw 1048576 $SOCK_BW1M_C" "lat 64 $SOCK_LAT_N" "lat 4096 $SOCK_LAT_N")
-# socket_run KIND SIZE COUNT: sets run (rstream's -S -C -I, the same for both tools) and warm (the TS pairs' warm-up, -w).
+# socket_run KIND SIZE COUNT: sets run (rstream's -S -C -I, the same for both tools) and warm (the TS pairs'
+# warm-up, -w: iterations of the run, as many as SOCK_BW_WARM_MIB takes, or round trips).
 socket_run() {
-  if [ "$1" = bw ]; then run=(-S "$2" -C "$3" -I 1) warm=(-w 1); else run=(-S "$2" -C 1 -I "$3") warm=(-w "$SOCK_LAT_W"); fi
+  if [ "$1" = bw ]; then
+    local per_iteration=$(($2 * $3))
+    run=(-S "$2" -C "$3" -I 1) warm=(-w $(((SOCK_BW_WARM_MIB * 1048576 + per_iteration - 1) / per_iteration)))
+  else
+    run=(-S "$2" -C 1 -I "$3") warm=(-w "$SOCK_LAT_W")
+  fi
 }
 tss() { echo node "$APP/bin/rdmacm" bench stream "$@"; }
