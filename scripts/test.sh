@@ -14,21 +14,21 @@
 # no peer. Then Debian 13's kernel boots with its glibc and rdma-core 56 laid
 # over this host's files (rxe-vm.sh --distro trixie) for the smoke test and the
 # device tier again (all but riostream's long default run, which the first pass
-# ran: RDMACM_TEST_EXCEPT, and the load test's cycles cut to 500), with the harness's RDMACM_TEST_* variables unset, as
-# on a user's own host (the tier finds the device, its port and address by
-# itself), with bound calls on (RDMACM_BOUND_CALLS=1: they are opt-in, so the
-# first pass ran the plain calls users get by default), and on Node 26, the
-# active LTS line (the official build, from the npm registry by
-# scripts/node-release.sh), where the other passes run this host's Node. On a
-# host with its own device the tier runs twice there, plain then bound.
-# Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and
-# userland, the official arm64 Node with koffi's arm64 build, under QEMU's TCG)
-# runs the smoke test there too (npm run test:arm64; 2 1/4 to 4 minutes), on
-# Node 24; Node 22's x64 build runs the host tier a second time (beside the
-# first), and Node 26's runs its fd-watcher file (Node 26 is where koffi's poll
-# callbacks leave Node's queues undrained; a whole third host pass cost 2 1/4
-# minutes of the 40). So every release line that npm's users run (20 to 26)
-# runs a tier.
+# ran: RDMACM_TEST_EXCEPT; and the load test's cycles cut to 500), with the
+# harness's RDMACM_TEST_* variables unset, as on a user's own host (the tier
+# finds the device, its port and address by itself), with bound calls on
+# (RDMACM_BOUND_CALLS=1: they are opt-in, so the first pass ran the plain calls
+# users get by default), and on Node 26, the active LTS line (the official
+# build, from the npm registry by scripts/node-release.sh), where the other
+# passes run this host's Node. On a host with its own device the tier runs twice
+# there, plain then bound. Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's
+# arm64 kernel and userland, the official arm64 Node with koffi's arm64 build,
+# under QEMU's TCG) runs the smoke test there too (npm run test:arm64; 2 1/4 to
+# 4 minutes), on Node 24; Node 22's x64 build runs the host tier a second time
+# (beside the first), and Node 26's runs its fd-watcher file (Node 26 is where
+# koffi's poll callbacks leave Node's queues undrained; a whole third host pass
+# cost 2 1/4 minutes of the 40). So every release line that npm's users run (20
+# to 26) runs a tier.
 set -euo pipefail
 
 # The Node release lines besides this host's: the Debian 13 pass runs on
