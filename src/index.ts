@@ -26,7 +26,7 @@ export { encodeRemoteRegion, decodeRemoteRegion, REMOTE_REGION_SIZE } from './ap
 export { QueuePair, type QueuePairCaps } from './api/verbs/queue-pair.js';
 export { SharedReceiveQueue } from './api/verbs/shared-receive-queue.js';
 export {
-  CompletionQueue, COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, DEFAULT_TIME_SLICE_MS, type CompletionListener, type CompletionMode,
+  CompletionQueue, COMPLETION_MODES, DEFAULT_MAX_SPIN_BUDGET_US, DEFAULT_SPIN_BUDGET_US, DEFAULT_TIME_SLICE_MS, type CompletionListener, type CompletionMode,
 } from './api/work/completion-queue.js';
 export { CompletionChannel } from './api/work/completion-channel.js';
 export {

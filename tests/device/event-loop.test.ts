@@ -115,8 +115,11 @@ test('100 armed queues and one that just spun in adaptive mode: idle, the proces
     const served = pair.server.queuePair.recvCq;
     assert.equal(served.mode, 'adaptive', 'adaptive is the default');
     assert.equal(served.spinBudgetUs, 50);
+    assert.equal(served.maxSpinBudgetUs, 5000);
+    assert.equal(served.learnedSpinBudgetUs, 50, 'a queue starts at its floor');
     assert.throws(() => (served.mode = 'spin' as CompletionMode), { code: 'ERR_INVALID_ARG_VALUE', message: /'adaptive', 'events', 'busy-poll'/ });
     assert.throws(() => (served.spinBudgetUs = 1.5), { code: 'ERR_OUT_OF_RANGE' });
+    assert.throws(() => (served.maxSpinBudgetUs = -1), { code: 'ERR_OUT_OF_RANGE' });
     assert.throws(() => (served.timeSliceMs = Number.NaN), { code: 'ERR_OUT_OF_RANGE' });
     assert.throws(() => (served.timeSliceMs = '1' as never), { code: 'ERR_INVALID_ARG_TYPE' });
     const received = served.next();
@@ -175,5 +178,23 @@ test('adaptive: a wait polls for its budget before it sleeps, also when poll() t
     assert.equal((await wait).status, 'SUCCESS', 'the sleeping wait wakes for the next message');
   } finally {
     pair.close();
+  }
+});
+
+test('adaptive learns its budget: where a wake-up outlasts a fixed 50 µs budget, the learned one takes a ping-pong off sleeping', { timeout: 300_000 }, async () => {
+  // The same ping-pong with the budget fixed at its floor (--max-spin 50), then learned (the default, up to 5000 µs).
+  const fixed = (await benchPair(['lat', '--wait', 'adaptive', '--max-spin', '50', ...PING_PONGS])).client as { p50_us: number; spin_budget_us: number };
+  const learned = await benchPair(['lat', '--wait', 'adaptive', ...PING_PONGS]);
+  const client = learned.client as { p50_us: number; spin_budget_us: number };
+  const server = learned.server as { spin_budget_us: number };
+  console.log(`# half round trip p50: fixed 50 µs budget ${fixed.p50_us} µs, learned ${client.p50_us} µs (budgets at the end: client ${client.spin_budget_us} µs, server ${server.spin_budget_us} µs)`);
+  assert.equal(fixed.spin_budget_us, 50, 'a ceiling at the floor fixes the budget');
+  if (fixed.p50_us > 200) {
+    // Sleeping every round trip, as in the soft-RoCE guest (a wake-up there costs hundreds of µs): spinning pays.
+    assert.ok(client.p50_us < fixed.p50_us / 2, `learned p50 ${client.p50_us} µs against the fixed budget's ${fixed.p50_us}`);
+    assert.ok(client.spin_budget_us > 50 || server.spin_budget_us > 50, 'a side kept a grown budget');
+  } else {
+    // A wake-up within the floor (a NIC): the floor already caught what spinning could, and learning costs nothing.
+    assert.ok(client.p50_us <= 1.5 * fixed.p50_us + 5, `learned p50 ${client.p50_us} µs against the fixed budget's ${fixed.p50_us}`);
   }
 });

@@ -116,6 +116,7 @@ test('hostile input to real resources\' methods: typed errors only; the resource
         .map((m) => mk(hostileNumber, `cq.${m}(index)`, 'index', (v) => (cq[m] as (i: unknown) => unknown)(v))),
       mk(hostileNumber, 'qp.recvCq.statusAt(index)', 'index', (v) => pair.client.queuePair.recvCq.statusAt(v as never)),
       mk(hostileNumber, 'cq.spinBudgetUs =', 'spinBudgetUs', (v) => { cq.spinBudgetUs = v as never; }),
+      mk(hostileNumber, 'cq.maxSpinBudgetUs =', 'maxSpinBudgetUs', (v) => { cq.maxSpinBudgetUs = v as never; }),
       mk(hostileNumber.filter((v) => !(typeof v === 'number' && v >= 0.05 && v <= 1000)), 'cq.timeSliceMs =', 'timeSliceMs', (v) => { cq.timeSliceMs = v as never; }),
       mk(hostileNumber, 'createCq(options.entries)', 'options.entries', (v) => context.createCq({ entries: v as never, channel: false })),
       mk(hostileNumber, 'createCq(options.compVector)', 'options.compVector', (v) => context.createCq({ compVector: v as never, channel: false })),

@@ -4,8 +4,9 @@
 // - poll(): non-blocking, batched, nothing allocated (read them with the *At accessors);
 // - waitOne(): blocks the thread, as rdma_get_send_comp/rdma_get_recv_comp do;
 // - next() or a listener, on the event loop, in one of three modes:
-//   'adaptive' (the default) polls on for a short spin budget from the start
-//   of a wait and after a completion, then arms the channel and sleeps;
+//   'adaptive' (the default) polls on for a spin budget (learned per queue,
+//   spin-budget.ts) from the start of a wait and after a completion, then
+//   arms the channel and sleeps;
 //   'events' sleeps at once (req_notify_cq, then get_cq_event when libuv sees
 //   the channel readable; acks batched); 'busy-poll' never sleeps. Every mode
 //   hands the loop back at least once per time slice, so timers and other I/O
@@ -27,21 +28,30 @@ import { argumentError, numberIssue } from '../core/validate.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from '../core/fd-watcher.js';
 import { CompletionChannel, joinChannel, type ChannelWatch } from './completion-channel.js';
 import { nativeScratch } from '../core/native-memory.js';
+import { SpinBudget } from './spin-budget.js';
 import {
   WC_SIZE, WorkCompletionError, decodeWorkCompletion, readByteLen, readImmData, readOpcode, readStatus, readWrId, type WorkCompletion,
 } from './work-completion.js';
 
 /**
- * How next() and a listener wait: 'adaptive' polls for spinBudgetUs from the
- * start of a wait and after each completion, then sleeps on the completion
- * channel; 'events' sleeps at once; 'busy-poll' never sleeps (a core stays
- * busy while anything waits).
+ * How next() and a listener wait: 'adaptive' polls for its spin budget
+ * (spinBudgetUs, learned up to maxSpinBudgetUs) from the start of a wait and
+ * after each completion, then sleeps on the completion channel; 'events'
+ * sleeps at once; 'busy-poll' never sleeps (a core stays busy while anything
+ * waits).
  */
 export type CompletionMode = 'adaptive' | 'events' | 'busy-poll';
 /** The modes, as CompletionQueue.mode accepts them. */
 export const COMPLETION_MODES: readonly CompletionMode[] = Object.freeze(['adaptive', 'events', 'busy-poll']);
 /** Adaptive mode's default spin budget, in µs: Linux's suggested busy_poll (rsockets spins 10 µs). */
 export const DEFAULT_SPIN_BUDGET_US = 50;
+/**
+ * The default longest spin budget adaptive mode may learn, in µs: room for a
+ * wake-up on each side of a ping-pong where a wake-up costs a millisecond or
+ * more (a socket ping-pong's sleeping waits in the soft-RoCE guest read
+ * 2.7-4.7 ms at p50 on 2026-12-02). Only a budget that pays for itself stays.
+ */
+export const DEFAULT_MAX_SPIN_BUDGET_US = 5000;
 /** How long, in ms, completions may be served before the event loop gets its turn, by default. */
 export const DEFAULT_TIME_SLICE_MS = 1;
 /** The longest spin budget a queue takes, in µs (one second). */
@@ -123,11 +133,16 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
   readonly #brand = true;
   #mode: CompletionMode = 'adaptive';
-  /** Adaptive mode's spin budget, in ms. */
-  #spinBudgetMs = DEFAULT_SPIN_BUDGET_US / 1000;
+  /** Adaptive mode's spin budget: the floor and ceiling in µs, and what it learned between them. */
+  #spinBudgetUs = DEFAULT_SPIN_BUDGET_US;
+  #maxSpinBudgetUs = DEFAULT_MAX_SPIN_BUDGET_US;
+  readonly #spinBudget = new SpinBudget(DEFAULT_SPIN_BUDGET_US / 1000, DEFAULT_MAX_SPIN_BUDGET_US / 1000);
   #timeSliceMs = DEFAULT_TIME_SLICE_MS;
-  /** Adaptive mode polls on until this time (performance.now()); set when a drain takes completions. */
+  /** Adaptive mode polls on until this time (performance.now()); set when a wait begins or a drain takes completions. */
   #spinUntil = Number.NEGATIVE_INFINITY;
+  /** When the current spin began (a wait, or the spin after completions), and whether it has slept since. */
+  #spinFrom = Number.NEGATIVE_INFINITY;
+  #sleptSinceSpin = false;
   /** A poll is scheduled (a spin round or a slice's end). */
   #pollScheduled = false;
   /** The scheduled poll, made once: nothing is allocated per round. */
@@ -190,19 +205,49 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /**
    * Adaptive mode: how long, in µs, the queue keeps polling after its last
    * completion, or from the start of a next() that finds none, before it arms
-   * the channel and sleeps (an integer, 0–1,000,000).
+   * the channel and sleeps (an integer, 0–1,000,000), at least: the budget it
+   * starts from and falls back to. It grows up to maxSpinBudgetUs where waits
+   * that sleep end soon after (see maxSpinBudgetUs).
    * Polling hands the event loop back between rounds; a longer budget catches
    * replies that come later at the cost of CPU time spent looking for them.
    * @defaultValue 50
    */
   get spinBudgetUs(): number {
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
-    return this.#spinBudgetMs * 1000;
+    return this.#spinBudgetUs;
   }
   set spinBudgetUs(us: number) {
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
-    if (!Number.isInteger(us) || us < 0 || us > MAX_SPIN_BUDGET_US) throw argumentError('spinBudgetUs', 'spinBudgetUs', `expected an integer from 0 to ${MAX_SPIN_BUDGET_US}`, numberIssue(us));
-    this.#spinBudgetMs = us / 1000;
+    this.#spinBudgetUs = checkedSpinUs('spinBudgetUs', us);
+    this.#spinBudget.setBounds(us / 1000, this.#maxSpinBudgetUs / 1000);
+  }
+
+  /**
+   * Adaptive mode: the longest spin budget, in µs, the queue learns (an
+   * integer, 0–1,000,000; at or under spinBudgetUs, the budget stays
+   * spinBudgetUs). Two waits in a row that slept, yet ended within it, grow
+   * the budget to the second one's length; the grown budget stays only while
+   * spinning ends waits in half that time or less, so a wake-up it saves
+   * costs at least the spin. That takes a ping-pong whose replies come after
+   * a costly wake-up (an emulated guest's: hundreds of µs) off sleeping; a
+   * stream that spinning cannot hurry falls back to spinBudgetUs and tries
+   * again later.
+   * @defaultValue 5000
+   */
+  get maxSpinBudgetUs(): number {
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    return this.#maxSpinBudgetUs;
+  }
+  set maxSpinBudgetUs(us: number) {
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    this.#maxSpinBudgetUs = checkedSpinUs('maxSpinBudgetUs', us);
+    this.#spinBudget.setBounds(this.#spinBudgetUs / 1000, us / 1000);
+  }
+
+  /** Adaptive mode's budget as learned now, in µs (spinBudgetUs to maxSpinBudgetUs). */
+  get learnedSpinBudgetUs(): number {
+    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    return this.#spinBudget.ms * 1000;
   }
 
   /**
@@ -428,7 +473,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         return this.#schedulePoll();
       }
       if (this.#armed || this.closed) return;
-      if (this.#spinsOn(taken > 0)) return this.#schedulePoll(true);
+      if (taken > 0) this.#tookCompletions();
+      if (this.#spinsOn()) return this.#schedulePoll(true);
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
     } catch (error) {
@@ -451,7 +497,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // Adaptive: a wait polls for the budget before it sleeps, as rsockets
         // spins at the start of each blocking wait, whoever took the last
         // completions (poll() in a drain-then-wait loop leaves no trace here).
-        this.#spinsOn(true);
+        if (this.#mode === 'adaptive') this.#startSpin(performance.now());
         // A chain of waits that each find a completion at once never returns
         // to the loop: its first wait of a turn starts the slice that bounds it.
         if (!inTurn) beginTurn();
@@ -487,6 +533,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #serve(): void {
     try {
       let taken = 0;
+      let learned = false;
       while (this.#waiters.length > 0) {
         const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
         for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
@@ -495,13 +542,17 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // Armed: the next completion raises an event. One that landed before the
         // arming raises none, hence one more poll after arming.
         if (this.#armed) break;
-        if (this.#spinsOn(taken > 0)) {
+        if (taken > 0 && !learned) {
+          learned = true;
+          this.#tookCompletions();
+        }
+        if (this.#spinsOn()) {
           this.#schedulePoll(true);
           break;
         }
         this.#armNotify();
       }
-      if (taken > 0 && this.#waiters.length === 0) this.#spinsOn(true);
+      if (taken > 0 && !learned && this.#waiters.length === 0) this.#tookCompletions();
       if (this.#waiters.length > 0) this.#eventWatcher().setInterest(true);
       else this.#channelWatcher?.setInterest(false);
     } catch (error) {
@@ -565,16 +616,28 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#failWaiters(error);
   }
 
-  /**
-   * Whether to poll again next turn rather than sleep (adaptive mode, within
-   * the spin budget). `tookSome`: completions were just taken, so the budget
-   * starts again from now.
-   */
-  #spinsOn(tookSome: boolean): boolean {
-    if (this.#mode !== 'adaptive') return false;
+  /** Whether to poll again soon rather than sleep (adaptive mode, within the spin budget). */
+  #spinsOn(): boolean {
+    return this.#mode === 'adaptive' && performance.now() < this.#spinUntil;
+  }
+
+  /** A spin begins at `now`: a wait's, or the one after completions. */
+  #startSpin(now: number): void {
+    this.#spinFrom = now;
+    this.#sleptSinceSpin = false;
+    this.#spinUntil = now + this.#spinBudget.ms;
+  }
+
+  /** Completions were just taken: the wait they ended teaches adaptive mode's budget, and the spin starts again. */
+  #tookCompletions(): void {
+    if (this.#mode !== 'adaptive') return;
     const now = performance.now();
-    if (tookSome) this.#spinUntil = now + this.#spinBudgetMs;
-    return now < this.#spinUntil;
+    const waited = now - this.#spinFrom;
+    if (waited < Infinity) {
+      if (this.#sleptSinceSpin) this.#spinBudget.slept(waited);
+      else this.#spinBudget.caught(waited);
+    }
+    this.#startSpin(now);
   }
 
   /** Whether this thread's queues have served completions for a whole time slice since the event loop last had a turn. */
@@ -670,6 +733,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const ret = this.#ops.reqNotifyCq(this.handle, 0);
     if (ret !== 0) throw new RdmaError('ibv_req_notify_cq', ret);
     this.#armed = true;
+    this.#sleptSinceSpin = true;
   }
 
   /**
@@ -736,4 +800,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     checkVerbs('ibv_destroy_cq', libibverbs.ibv_destroy_cq(handle));
     if (this.#ownChannel !== 0n) checkVerbs('ibv_destroy_comp_channel', libibverbs.ibv_destroy_comp_channel(this.#ownChannel));
   }
+}
+
+/** A spin budget option's value, in µs, or its argument error. */
+function checkedSpinUs(name: string, us: number): number {
+  if (!Number.isInteger(us) || us < 0 || us > MAX_SPIN_BUDGET_US) throw argumentError(name, name, `expected an integer from 0 to ${MAX_SPIN_BUDGET_US}`, numberIssue(us));
+  return us;
 }
