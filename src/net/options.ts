@@ -5,7 +5,7 @@ import dns from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
 import { RdmaArgumentError } from '../api/core/errors.js';
-import { COMPLETION_MODES, DEFAULT_SPIN_BUDGET_US, MAX_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
+import { COMPLETION_MODES, DEFAULT_MAX_SPIN_BUDGET_US, DEFAULT_SPIN_BUDGET_US, MAX_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
 import { abortSignal, argumentError, bytes, instanceCheck, isViewOrProxyOfOne, parseArgument, timeoutMs, type Holds, type InputIs } from '../api/core/validate.js';
 import type { LookupFunction } from './destinations.js';
 import { DEFAULTS } from './wire.js';
@@ -56,16 +56,24 @@ export interface RdmaSocketSizes {
   readonly maxMessageSize?: number;
   /**
    * How the connection's completion queue waits (CompletionQueue.mode):
-   * 'adaptive' polls for spinBudgetUs after a completion before it sleeps,
+   * 'adaptive' polls for its spin budget (spinBudgetUs, learned up to
+   * maxSpinBudgetUs) after a completion before it sleeps,
    * 'events' sleeps at once, 'busy-poll' never sleeps (a core stays busy).
    * @defaultValue 'adaptive'
    */
   readonly completionMode?: CompletionMode;
   /**
-   * Adaptive mode's spin budget in µs (0–1,000,000): rsockets spins 10 µs.
+   * Adaptive mode's spin budget in µs (0–1,000,000), the least it spins:
+   * rsockets spins 10 µs.
    * @defaultValue 50
    */
   readonly spinBudgetUs?: number;
+  /**
+   * The longest spin budget adaptive mode learns, in µs (0–1,000,000; at or
+   * under spinBudgetUs the budget is fixed): CompletionQueue.maxSpinBudgetUs.
+   * @defaultValue 5000
+   */
+  readonly maxSpinBudgetUs?: number;
 }
 
 /** The largest message rxe carries (RXE_MAX_MSG_SZ); InfiniBand allows 2 GiB. */
@@ -86,6 +94,7 @@ export const sizesSchema = z.strictObject({
   maxMessageSize: z.number().int().min(1).max(MAX_MESSAGE_SIZE).default(DEFAULT_MAX_MESSAGE_SIZE),
   completionMode: z.enum(COMPLETION_MODES as [CompletionMode, ...CompletionMode[]]).default('adaptive'),
   spinBudgetUs: z.number().int().min(0).max(MAX_SPIN_BUDGET_US).default(DEFAULT_SPIN_BUDGET_US),
+  maxSpinBudgetUs: z.number().int().min(0).max(MAX_SPIN_BUDGET_US).default(DEFAULT_MAX_SPIN_BUDGET_US),
 }) satisfies z.ZodType<Required<RdmaSocketSizes>, RdmaSocketSizes>;
 type SizesTied = Holds<InputIs<typeof sizesSchema, RdmaSocketSizes>>;
 export type ResolvedSizes = z.output<typeof sizesSchema>;

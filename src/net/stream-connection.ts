@@ -199,6 +199,7 @@ export class StreamConnection implements CompletionListener {
       cq = device.createCq({ entries: Math.min(sendDepth + recvDepth, limits.maxCqe), channel: channelHold.channel });
       cq.mode = sizes.completionMode;
       cq.spinBudgetUs = sizes.spinBudgetUs;
+      cq.maxSpinBudgetUs = sizes.maxSpinBudgetUs;
       this.#pd = pd;
       this.#cq = cq;
       this.#qp = id.createQp({

@@ -87,7 +87,7 @@ const keeps = (rules: Rules): Rule => (value) => brokenAt(value, rules, '') === 
 const SIZE_RULES: Rules = {
   recvBufferSize: isBufferSize, sendBufferSize: isBufferSize, sendQueueDepth: (v) => isInt(v, 16, 65534), recvQueueDepth: (v) => isInt(v, 16, 65534),
   inlineSize: (v) => isInt(v, 0, 1024), iomapEntries: (v) => isInt(v, 0, 0x7f00), completionMode: (v) => (COMPLETION_MODES as readonly unknown[]).includes(v),
-  spinBudgetUs: (v) => isInt(v, 0, 1_000_000), maxMessageSize: (v) => isInt(v, 1, 1 << 23),
+  spinBudgetUs: (v) => isInt(v, 0, 1_000_000), maxSpinBudgetUs: (v) => isInt(v, 0, 1_000_000), maxMessageSize: (v) => isInt(v, 1, 1 << 23),
 };
 const ONREAD_RULES: Rules = {
   buffer: (v) => typeof v === 'function' || (v instanceof Uint8Array && isTruthfulView(v) && v.byteLength > 0), callback: (v) => typeof v === 'function',
@@ -146,6 +146,7 @@ const VALID_SIZES: Record<string, fc.Arbitrary<unknown>> = {
   sendQueueDepth: fc.integer({ min: 16, max: 65534 }), recvQueueDepth: fc.integer({ min: 16, max: 65534 }),
   inlineSize: fc.integer({ min: 0, max: 1024 }), iomapEntries: fc.integer({ min: 0, max: 0x7f00 }),
   completionMode: fc.constantFrom(...COMPLETION_MODES), spinBudgetUs: fc.integer({ min: 0, max: 1_000_000 }),
+  maxSpinBudgetUs: fc.integer({ min: 0, max: 1_000_000 }),
   maxMessageSize: fc.integer({ min: 1, max: 1 << 23 }),
 };
 /** Values of each key that break it, beyond the general hostile ones: names outside the set. */

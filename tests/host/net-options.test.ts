@@ -34,6 +34,7 @@ test('connect() overloads: (port, host, cb), (port, cb), (options, cb)', () => {
   assert.equal(fromOptions.options.rdma.inlineSize, 64);
   assert.equal(fromOptions.options.rdma.completionMode, 'adaptive');
   assert.equal(fromOptions.options.rdma.spinBudgetUs, 50);
+  assert.equal(fromOptions.options.rdma.maxSpinBudgetUs, 5000);
   assert.equal(fromOptions.options.rdma.maxMessageSize, 262144, 'four times rsockets\' 64 KiB');
 });
 
@@ -67,6 +68,7 @@ test('bad and meaningless options are refused with the parameter named', () => {
     [[{ port: 1, rdma: { completionMode: 'spin' } }], 'options.rdma.completionMode', 'ERR_INVALID_ARG_VALUE'],
     [[{ port: 1, rdma: { spinBudgetUs: -1 } }], 'options.rdma.spinBudgetUs', 'ERR_OUT_OF_RANGE'],
     [[{ port: 1, rdma: { spinBudgetUs: '5' } }], 'options.rdma.spinBudgetUs', 'ERR_INVALID_ARG_TYPE'],
+    [[{ port: 1, rdma: { maxSpinBudgetUs: 1_000_001 } }], 'options.rdma.maxSpinBudgetUs', 'ERR_OUT_OF_RANGE'],
     [[{ port: 1, rdma: { maxMessageSize: 0 } }], 'options.rdma.maxMessageSize', 'ERR_OUT_OF_RANGE'],
     [[{ port: 1, rdma: { maxMessageSize: (8 << 20) + 1 } }], 'options.rdma.maxMessageSize', 'ERR_OUT_OF_RANGE'],
     [[{ port: 1, rdma: { maxMessageSize: 4096.5 } }], 'options.rdma.maxMessageSize', 'ERR_OUT_OF_RANGE'],
