@@ -14,7 +14,7 @@ import { TimerProbe, timerLine } from '../bench/timer-probe.js';
 import { endpoint } from './endpoint.js';
 import { COMPLETION_MODES, MAX_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
 
-export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--wait MODE] [--spin US] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
+export const usage = `Usage: rdmacm bench stream [-S SIZE] [-C COUNT] [-I ITERS] [-w ITERS] [-p PORT] [-B BYTES] [-V] [--wait MODE] [--spin US] [--max-spin US] [--tcp] [--onread] [--timer] [--json] SERVER_ADDR
        rdmacm bench stream -l [options] [BIND_ADDR]
 
 rstream's custom run (rdma-core's librdmacm/examples/rstream.c) over an
@@ -44,6 +44,8 @@ Options:
                          sleep), events or busy-poll; each side chooses for itself
       --spin US          adaptive mode's spin budget in µs (its rdma.spinBudgetUs;
                          default 50, 0 to 1000000)
+      --max-spin US      the longest budget adaptive mode learns (its
+                         rdma.maxSpinBudgetUs; default 5000; at or under --spin: fixed)
       --tcp              node:net TCP instead of RDMA (for comparison; -B does not apply)
       --onread           read with node:net's onread into one reused 64 KiB buffer, as
                          rstream reads, instead of 'data' events (not with --tcp -l:
@@ -160,6 +162,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     verify: { type: 'boolean', short: 'V' },
     wait: { type: 'string' },
     spin: { type: 'string' },
+    'max-spin': { type: 'string' },
     tcp: { type: 'boolean' },
     onread: { type: 'boolean' },
     timer: { type: 'boolean' },
@@ -175,13 +178,15 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   if (!listen && address === undefined) return fail('say SERVER_ADDR to connect to, or -l to serve');
   if (address !== undefined && tcp.isIP(address) === 0) return fail(`${listen ? 'BIND_ADDR' : 'SERVER_ADDR'} must be an IP address (got '${address}')`);
   if (useTcp && values.buffer !== undefined) return fail('-B is for RDMA sockets: node:net TCP keeps the kernel\'s buffer sizes');
-  if (useTcp && (values.wait !== undefined || values.spin !== undefined)) return fail(`${values.wait !== undefined ? '--wait' : '--spin'} is for RDMA sockets: node:net TCP waits on the kernel`);
+  const rdmaWaitOption = values.wait !== undefined ? '--wait' : values.spin !== undefined ? '--spin' : values['max-spin'] !== undefined ? '--max-spin' : undefined;
+  if (useTcp && rdmaWaitOption) return fail(`${rdmaWaitOption} is for RDMA sockets: node:net TCP waits on the kernel`);
   if (values.wait !== undefined && !COMPLETION_MODES.includes(values.wait as CompletionMode)) {
     return fail(`--wait takes ${COMPLETION_MODES.join(', ')} (got '${values.wait}')`);
   }
   if (values.spin !== undefined && (values.wait ?? 'adaptive') !== 'adaptive') return fail('--spin is adaptive mode\'s budget: not with --wait ' + values.wait);
+  if (values['max-spin'] !== undefined && (values.wait ?? 'adaptive') !== 'adaptive') return fail('--max-spin is adaptive mode\'s budget: not with --wait ' + values.wait);
   if (useTcp && listen && values.onread === true) return fail('--onread does not go with --tcp -l: node:net\'s servers take no onread');
-  let plan: Required<StreamPlan>, port: number, buffer: number, spinBudgetUs: number | undefined;
+  let plan: Required<StreamPlan>, port: number, buffer: number, spinBudgetUs: number | undefined, maxSpinBudgetUs: number | undefined;
   try {
     plan = {
       size: integerOption(values.size, '--size', 1 << 30) ?? 1000,
@@ -193,6 +198,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
     port = integerOption(values.port, '--port', 65535) ?? DEFAULT_PORT;
     buffer = integerOption(values.buffer, '--buffer', 1 << 29, 2048) ?? DEFAULT_BUFFER;
     spinBudgetUs = integerOption(values.spin, '--spin', MAX_SPIN_BUDGET_US, 0);
+    maxSpinBudgetUs = integerOption(values['max-spin'], '--max-spin', MAX_SPIN_BUDGET_US, 0);
   } catch (error) {
     return fail((error as Error).message);
   }
@@ -217,6 +223,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   const completionMode = values.wait as CompletionMode | undefined;
   const rdma: RdmaSocketSizes = {
     recvBufferSize: ring, sendBufferSize: ring, ...(completionMode ? { completionMode } : {}), ...(spinBudgetUs !== undefined ? { spinBudgetUs } : {}),
+    ...(maxSpinBudgetUs !== undefined ? { maxSpinBudgetUs } : {}),
   };
   const role = listen ? 'server' : 'client';
   const transport = useTcp ? 'tcp' : 'rdma';
@@ -246,7 +253,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
       const wait = useTcp ? {} : { wait: completionMode ?? 'adaptive' };
       process.stdout.write(JSON.stringify({ transport, ...wait, reads: relay ? 'onread' : 'data', role, size, count, iterations, warmup, ...figures, ...lateness }) + '\n');
     } else {
-      process.stdout.write(human(figures, plan, role, `${useTcp ? 'node:net TCP' : 'RDMA'}${completionMode ? `, ${completionMode}` : ''}${spinBudgetUs !== undefined ? `, spin ${spinBudgetUs} µs` : ''}${relay ? ', onread' : ''}`) + (lateness ? timerLine(lateness) : ''));
+      process.stdout.write(human(figures, plan, role, `${useTcp ? 'node:net TCP' : 'RDMA'}${completionMode ? `, ${completionMode}` : ''}${spinBudgetUs !== undefined ? `, spin ${spinBudgetUs} µs` : ''}${maxSpinBudgetUs !== undefined ? `, max spin ${maxSpinBudgetUs} µs` : ''}${relay ? ', onread' : ''}`) + (lateness ? timerLine(lateness) : ''));
     }
     return 0;
   } catch (error) {

@@ -21,7 +21,7 @@ import {
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from '../bench/loops.js';
 
-const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--spin US] [--timer] [--json] [SERVER_ADDR]
+const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--spin US] [--max-spin US] [--timer] [--json] [SERVER_ADDR]
        rdmacm bench stream [options] SERVER_ADDR | -l [BIND_ADDR]   (rdmacm bench stream --help)
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
@@ -59,6 +59,8 @@ Options:
                          empty, then drains it with poll(); each side chooses
       --spin US          with --wait adaptive: poll for US µs after a completion before
                          sleeping (the queue's spinBudgetUs; default 50, 0 to 1000000).
+      --max-spin US      with --wait adaptive: the longest budget it learns (the
+                         queue's maxSpinBudgetUs; default 5000; at or under --spin: fixed).
                          A budget longer than a round trip never sleeps in a ping-pong
       --timer            lat with -e or --wait: run a 1 ms interval timer beside the
                          ping-pong and report how late its ticks fire (ms) over the
@@ -69,7 +71,8 @@ Options:
                          timer_p50_ms, timer_p99_ms, timer_max_ms, timer_late_ticks,
                          timer_late_sum_ms, timer_late_queued_ms, timer_late_on_cpu_ms,
                          timer_warmup_ticks, timer_warmup_p99_ms, timer_warmup_max_ms)
-                         or {size, iters, mb_per_s, msg_rate_mpps} (bw)
+                         or {size, iters, mb_per_s, msg_rate_mpps} (bw); with --wait
+                         adaptive also spin_budget_us, the budget it learned by the end
   -h, --help             show this help
 
 The server listens on every address; both sides print their own figures.
@@ -184,18 +187,29 @@ async function hangUp(link: Link, client: boolean): Promise<void> {
 
 // ---------------------------------------------------------------- output
 
-/** --spin: adaptive mode's budget on the link's queues (one CQ or two). */
-function setSpinBudget(link: Link, spinUs: number | undefined): void {
-  if (spinUs === undefined) return;
-  link.qp.recvCq.spinBudgetUs = spinUs;
-  link.qp.sendCq.spinBudgetUs = spinUs;
+/** --spin and --max-spin: adaptive mode's budget on the link's queues (one CQ or two). */
+function setSpinBudget(link: Link, spin: SpinOptions): void {
+  for (const cq of new Set([link.qp.recvCq, link.qp.sendCq])) {
+    if (spin.spinUs !== undefined) cq.spinBudgetUs = spin.spinUs;
+    if (spin.maxSpinUs !== undefined) cq.maxSpinBudgetUs = spin.maxSpinUs;
+  }
 }
 
-function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined, spinUs: number | undefined): string {
+interface SpinOptions {
+  readonly spinUs: number | undefined;
+  readonly maxSpinUs: number | undefined;
+}
+
+/** ", spin 50 µs, max spin 5000 µs" for the options given. */
+function spinWords({ spinUs, maxSpinUs }: SpinOptions): string {
+  return `${spinUs !== undefined ? `, spin ${spinUs} µs` : ''}${maxSpinUs !== undefined ? `, max spin ${maxSpinUs} µs` : ''}`;
+}
+
+function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined, spin: SpinOptions): string {
   const cols = ['min', 'p50', 'avg', 'p99', 'p99.9', 'max'];
   const vals = [r.min_us, r.p50_us, r.avg_us, r.p99_us, r.p999_us, r.max_us];
   const timer = r.timer_ticks === undefined ? '' : timerLine(r as TimerLateness);
-  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait}${spinUs !== undefined ? `, spin ${spinUs} µs` : ''})` : ''}\n` +
+  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait}${spinWords(spin)})` : ''}\n` +
     `  ${cols.map((c) => c.padStart(9)).join('')}   µs, half round trip\n` +
     `  ${vals.map((v) => v.toFixed(2).padStart(9)).join('')}\n` + timer;
 }
@@ -222,6 +236,7 @@ export async function runBench(argv: string[]): Promise<number> {
     events: { type: 'boolean', short: 'e' },
     wait: { type: 'string' },
     spin: { type: 'string' },
+    'max-spin': { type: 'string' },
     timer: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -243,7 +258,8 @@ export async function runBench(argv: string[]): Promise<number> {
   if (onEvents && mode === 'bw' && values.duration !== undefined) return fail('bw with --wait counts messages: give -n, not -D');
   if (values.timer === true && !onEvents) return fail('--timer needs the event loop: give -e or --wait');
   if (values.spin !== undefined && wait !== 'adaptive') return fail('--spin is adaptive mode\'s budget: give --wait adaptive');
-  let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number, spinUs: number | undefined;
+  if (values['max-spin'] !== undefined && wait !== 'adaptive') return fail('--max-spin is adaptive mode\'s budget: give --wait adaptive');
+  let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number, spin: SpinOptions;
   try {
     size = integerOption(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);
     iters = integerOption(values.iters, '--iters', 100_000_000) ?? (mode === 'lat' && !onEvents ? 10_000 : 1000);
@@ -251,7 +267,10 @@ export async function runBench(argv: string[]): Promise<number> {
     durationMs = (integerOption(values.duration, '--duration', 3600) ?? 0) * 1000;
     port = integerOption(values.port, '--port', 65535) ?? DEFAULT_PORT;
     maxInline = integerOption(values.inline, '--inline', 65536, 0) ?? DEFAULT_MAX_INLINE;
-    spinUs = integerOption(values.spin, '--spin', MAX_SPIN_BUDGET_US, 0);
+    spin = {
+      spinUs: integerOption(values.spin, '--spin', MAX_SPIN_BUDGET_US, 0),
+      maxSpinUs: integerOption(values['max-spin'], '--max-spin', MAX_SPIN_BUDGET_US, 0),
+    };
   } catch (error) {
     return fail((error as Error).message);
   }
@@ -276,11 +295,11 @@ export async function runBench(argv: string[]): Promise<number> {
   let link: Link | undefined;
   try {
     let plan: Plan;
-    let result: LatencyResult | BandwidthResult;
+    let result: (LatencyResult | BandwidthResult) & { spin_budget_us?: number };
     if (address !== undefined) {
       plan = { mode, size, iters, warmup, durationMs };
       link = await connectClient(channel, address, port, plan, maxInline);
-      setSpinBudget(link, spinUs);
+      setSpinBudget(link, spin);
       // A -D run has no known iteration count: no progress line.
       const progress = showProgress && durationMs === 0 ? new Progress(true, `bench ${mode} ${size} B`, iters) : undefined;
       const probe = values.timer === true ? new TimerProbe() : undefined;
@@ -294,14 +313,19 @@ export async function runBench(argv: string[]): Promise<number> {
     } else {
       if (!json) process.stderr.write(`rdmacm bench ${mode}: waiting for a client on port ${port}\n`);
       ({ listener, link, plan } = await acceptClient(channel, port, mode, maxInline));
-      setSpinBudget(link, spinUs);
+      setSpinBudget(link, spin);
       result = plan.mode === 'bw' ? (wait ? await bandwidthServerOnEvents(link, plan, wait) : bandwidthServer(link, plan))
         : onEvents ? await latencyServerOnEvents(link, plan, wait) : latencyServer(link, plan);
+    }
+    // What adaptive mode learned, on the queue this side waited on (a bw client waits for its sends).
+    if (wait === 'adaptive') {
+      const waitedOn = plan.mode === 'bw' && address !== undefined ? link.qp.sendCq : link.qp.recvCq;
+      result = { ...result, spin_budget_us: Math.round(waitedOn.learnedSpinBudgetUs) };
     }
     await hangUp(link, address !== undefined);
     const role = address !== undefined ? 'client' : 'server';
     if (json) process.stdout.write(JSON.stringify(result) + '\n');
-    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, wait, spinUs));
+    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, wait, spin));
     else process.stdout.write(humanBandwidth(result as BandwidthResult, plan, role, link.inline));
     return 0;
   } catch (error) {

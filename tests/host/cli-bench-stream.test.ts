@@ -67,7 +67,7 @@ test('rdmacm bench stream --help prints its usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['-l', '--help']]) {
     const result = rdmacm(...args);
     assert.equal(result.status, 0, result.stderr);
-    assert.match(result.stdout, /^Usage: rdmacm bench stream \[-S SIZE\] \[-C COUNT\] \[-I ITERS\] \[-w ITERS\] \[-p PORT\] \[-B BYTES\] \[-V\] \[--wait MODE\] \[--spin US\] \[--tcp\] \[--onread\] \[--timer\] \[--json\] SERVER_ADDR\n {7}rdmacm bench stream -l /);
+    assert.match(result.stdout, /^Usage: rdmacm bench stream \[-S SIZE\] \[-C COUNT\] \[-I ITERS\] \[-w ITERS\] \[-p PORT\] \[-B BYTES\] \[-V\] \[--wait MODE\] \[--spin US\] \[--max-spin US\] \[--tcp\] \[--onread\] \[--timer\] \[--json\] SERVER_ADDR\n {7}rdmacm bench stream -l /);
     assert.equal(result.stderr, '');
   }
 });
@@ -89,6 +89,8 @@ test('a bad option or argument exits 1 with one line and the usage', () => {
     [['--tcp', '--spin', '100', '10.0.0.1'], /^rdmacm bench stream: --spin is for RDMA sockets: node:net TCP waits on the kernel$/],
     [['--wait', 'events', '--spin', '100', '10.0.0.1'], /^rdmacm bench stream: --spin is adaptive mode's budget: not with --wait events$/],
     [['--spin', '2.5', '10.0.0.1'], /^rdmacm bench stream: --spin must be an integer from 0 to 1000000 \(got '2.5'\)$/],
+    [['--tcp', '--max-spin', '100', '10.0.0.1'], /^rdmacm bench stream: --max-spin is for RDMA sockets: node:net TCP waits on the kernel$/],
+    [['--wait', 'busy-poll', '--max-spin', '100', '10.0.0.1'], /^rdmacm bench stream: --max-spin is adaptive mode's budget: not with --wait busy-poll$/],
     [['--tcp', '--onread', '-l'], /^rdmacm bench stream: --onread does not go with --tcp -l: node:net's servers take no onread$/],
     [['10.0.0.1', 'extra'], /^rdmacm bench stream: unexpected argument 'extra'$/],
     [['server.example'], /^rdmacm bench stream: SERVER_ADDR must be an IP address \(got 'server.example'\)$/],
