@@ -40,8 +40,9 @@ Options:
   -V, --verify           check every byte received against rstream's -T v pattern
                          (what this side sends always follows it)
       --wait MODE        how the socket waits for completions (its rdma.completionMode):
-                         adaptive (the default: poll ~50 µs after a completion, then
-                         sleep), events or busy-poll; each side chooses for itself
+                         adaptive (the default: poll 50 µs after a completion, or the
+                         longer budget it learns, then sleep), events or busy-poll;
+                         each side chooses for itself
       --spin US          adaptive mode's spin budget in µs (its rdma.spinBudgetUs;
                          default 50, 0 to 1000000)
       --max-spin US      the longest budget adaptive mode learns (its

@@ -53,15 +53,16 @@ Options:
                          Defaults: 1000 iterations after 10000 warm-up (V8 goes on
                          compiling the loop for thousands of round trips)
       --wait MODE        lat: await each receive with cq.next() in MODE: events (as
-                         -e), adaptive (the API's default: poll ~50 µs after a
-                         completion, then sleep) or busy-poll; same defaults as -e.
+                         -e), adaptive (the API's default: poll 50 µs after a
+                         completion, or the longer budget it learns, then sleep) or
+                         busy-poll; same defaults as -e.
                          bw: each side awaits cq.next() in MODE when its queue is
                          empty, then drains it with poll(); each side chooses
       --spin US          with --wait adaptive: poll for US µs after a completion before
                          sleeping (the queue's spinBudgetUs; default 50, 0 to 1000000).
-      --max-spin US      with --wait adaptive: the longest budget it learns (the
-                         queue's maxSpinBudgetUs; default 5000; at or under --spin: fixed).
                          A budget longer than a round trip never sleeps in a ping-pong
+      --max-spin US      with --wait adaptive: the longest budget it learns (the
+                         queue's maxSpinBudgetUs; default 5000; at or under --spin: fixed)
       --timer            lat with -e or --wait: run a 1 ms interval timer beside the
                          ping-pong and report how late its ticks fire (ms) over the
                          measured round trips, and apart over the warm-up: how much
