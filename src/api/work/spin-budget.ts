@@ -5,13 +5,14 @@
 // and still ended within the ceiling (maxSpinBudgetUs) says a spin that long
 // would have caught its completion without a wake-up; two in a row say the
 // queue sleeps as a rule, not once in a while (a stream whose sender paused),
-// so the budget grows to the second one's length. A grown budget stays while it pays for itself: while
-// the waits it catches end in half the time of the wait that grew it or less,
-// that is, while a wake-up it saves costs at least as much as the spin. After
-// UNPAID_WAITS waits in a row that it does not pay for (caught later than
-// that, or slept anyway: a periodic stream that spinning cannot hurry, an
-// idle queue) it falls back to the floor, and holds off growing for twice as
-// many waits as the last time it fell back.
+// so the budget grows to the second one's length. A grown budget stays while
+// it pays for itself: while the waits it catches end in half the time of the
+// wait that grew it or less, that is, while a wake-up it saves costs at least
+// as much as the spin. After UNPAID_WAITS waits in a row that it does not pay
+// for (caught later than that, or slept anyway: a periodic stream that
+// spinning cannot hurry, an idle queue) it falls back to the floor, and holds
+// off growing for twice as many waits as the last time it fell back (one
+// wait again once a budget has paid).
 //
 // On a NIC a wake-up costs microseconds and the floor already covers what a
 // spin can save. Where a wake-up costs hundreds of them (an emulated guest, a
