@@ -179,13 +179,13 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   if (!listen && address === undefined) return fail('say SERVER_ADDR to connect to, or -l to serve');
   if (address !== undefined && tcp.isIP(address) === 0) return fail(`${listen ? 'BIND_ADDR' : 'SERVER_ADDR'} must be an IP address (got '${address}')`);
   if (useTcp && values.buffer !== undefined) return fail('-B is for RDMA sockets: node:net TCP keeps the kernel\'s buffer sizes');
-  const rdmaWaitOption = values.wait !== undefined ? '--wait' : values.spin !== undefined ? '--spin' : values['max-spin'] !== undefined ? '--max-spin' : undefined;
+  const spinOption = values.spin !== undefined ? '--spin' : values['max-spin'] !== undefined ? '--max-spin' : undefined;
+  const rdmaWaitOption = values.wait !== undefined ? '--wait' : spinOption;
   if (useTcp && rdmaWaitOption) return fail(`${rdmaWaitOption} is for RDMA sockets: node:net TCP waits on the kernel`);
   if (values.wait !== undefined && !COMPLETION_MODES.includes(values.wait as CompletionMode)) {
     return fail(`--wait takes ${COMPLETION_MODES.join(', ')} (got '${values.wait}')`);
   }
-  if (values.spin !== undefined && (values.wait ?? 'adaptive') !== 'adaptive') return fail('--spin is adaptive mode\'s budget: not with --wait ' + values.wait);
-  if (values['max-spin'] !== undefined && (values.wait ?? 'adaptive') !== 'adaptive') return fail('--max-spin is adaptive mode\'s budget: not with --wait ' + values.wait);
+  if (spinOption && (values.wait ?? 'adaptive') !== 'adaptive') return fail(`${spinOption} is adaptive mode's budget: not with --wait ${values.wait}`);
   if (useTcp && listen && values.onread === true) return fail('--onread does not go with --tcp -l: node:net\'s servers take no onread');
   let plan: Required<StreamPlan>, port: number, buffer: number, spinBudgetUs: number | undefined, maxSpinBudgetUs: number | undefined;
   try {

@@ -258,8 +258,8 @@ export async function runBench(argv: string[]): Promise<number> {
   if (values.events === true && mode !== 'lat') return fail('-e is for lat (bw takes --wait)');
   if (onEvents && mode === 'bw' && values.duration !== undefined) return fail('bw with --wait counts messages: give -n, not -D');
   if (values.timer === true && !onEvents) return fail('--timer needs the event loop: give -e or --wait');
-  if (values.spin !== undefined && wait !== 'adaptive') return fail('--spin is adaptive mode\'s budget: give --wait adaptive');
-  if (values['max-spin'] !== undefined && wait !== 'adaptive') return fail('--max-spin is adaptive mode\'s budget: give --wait adaptive');
+  const spinOption = values.spin !== undefined ? '--spin' : values['max-spin'] !== undefined ? '--max-spin' : undefined;
+  if (spinOption && wait !== 'adaptive') return fail(`${spinOption} is adaptive mode's budget: give --wait adaptive`);
   let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number, spin: SpinOptions;
   try {
     size = integerOption(values.size, '--size', 0x7fffffff) ?? (mode === 'lat' ? 2 : 65536);

@@ -473,8 +473,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         return this.#schedulePoll();
       }
       if (this.#armed || this.closed) return;
-      if (taken > 0) this.#tookCompletions();
-      if (this.#spinsOn()) return this.#schedulePoll(true);
+      if (this.#spinsOn(taken > 0)) return this.#schedulePoll(true);
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
     } catch (error) {
@@ -542,17 +541,16 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // Armed: the next completion raises an event. One that landed before the
         // arming raises none, hence one more poll after arming.
         if (this.#armed) break;
-        if (taken > 0 && !learned) {
-          learned = true;
-          this.#tookCompletions();
-        }
-        if (this.#spinsOn()) {
+        // The wait these completions ended teaches the budget once, however often this loop comes here.
+        const tookSome: boolean = taken > 0 && !learned;
+        learned ||= tookSome;
+        if (this.#spinsOn(tookSome)) {
           this.#schedulePoll(true);
           break;
         }
         this.#armNotify();
       }
-      if (taken > 0 && !learned && this.#waiters.length === 0) this.#tookCompletions();
+      if (taken > 0 && !learned && this.#waiters.length === 0) this.#spinsOn(true);
       if (this.#waiters.length > 0) this.#eventWatcher().setInterest(true);
       else this.#channelWatcher?.setInterest(false);
     } catch (error) {
@@ -616,9 +614,23 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#failWaiters(error);
   }
 
-  /** Whether to poll again soon rather than sleep (adaptive mode, within the spin budget). */
-  #spinsOn(): boolean {
-    return this.#mode === 'adaptive' && performance.now() < this.#spinUntil;
+  /**
+   * Whether to poll again soon rather than sleep (adaptive mode, within the
+   * spin budget). `tookSome`: completions were just taken, so the wait they
+   * ended teaches the budget, and the spin starts again from now.
+   */
+  #spinsOn(tookSome: boolean): boolean {
+    if (this.#mode !== 'adaptive') return false;
+    const now = performance.now();
+    if (tookSome) {
+      const waited = now - this.#spinFrom;
+      if (waited < Infinity) {
+        if (this.#sleptSinceSpin) this.#spinBudget.slept(waited);
+        else this.#spinBudget.caught(waited);
+      }
+      this.#startSpin(now);
+    }
+    return now < this.#spinUntil;
   }
 
   /** A spin begins at `now`: a wait's, or the one after completions. */
@@ -626,18 +638,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#spinFrom = now;
     this.#sleptSinceSpin = false;
     this.#spinUntil = now + this.#spinBudget.ms;
-  }
-
-  /** Completions were just taken: the wait they ended teaches adaptive mode's budget, and the spin starts again. */
-  #tookCompletions(): void {
-    if (this.#mode !== 'adaptive') return;
-    const now = performance.now();
-    const waited = now - this.#spinFrom;
-    if (waited < Infinity) {
-      if (this.#sleptSinceSpin) this.#spinBudget.slept(waited);
-      else this.#spinBudget.caught(waited);
-    }
-    this.#startSpin(now);
   }
 
   /** Whether this thread's queues have served completions for a whole time slice since the event loop last had a turn. */
