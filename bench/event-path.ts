@@ -1,7 +1,8 @@
 // Where the time of a completion on the event loop goes, one hop at a time: the
 // native crossings a wake-up makes, each timed alone in a loop; the event
-// loop's own hops (a microtask, a setImmediate turn, libuv waking a watched fd
-// written by another thread, against a thread woken from a futex); and a ping-pong in this process whose two sides
+// loop's own hops (a microtask, a setImmediate turn, an empty poll of adaptive
+// mode's spin, libuv waking a watched fd written by another thread, against a
+// thread woken from a futex); and a ping-pong in this process whose two sides
 // listen for completions in events mode, split into the path from a post to
 // the peer's listener (device, kernel, libuv, koffi, ibv_get_cq_event, poll)
 // and the listener's own work up to its reply. Prints one JSON object.
@@ -10,6 +11,7 @@
 import { Buffer } from 'node:buffer';
 import { openSync, readSync, closeSync, constants } from 'node:fs';
 import { Worker } from 'node:worker_threads';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -76,6 +78,33 @@ const crossings = {
   req_notify_cq_us: perCall(() => ops.reqNotifyCq(cqHandle, 0)),
   performance_now_us: perCall(() => performance.now()),
 };
+
+/**
+ * Adaptive mode's spin that catches nothing: µs per poll, from 600 to 800 ms
+ * into a wait with a fixed 1 s budget, on a queue of its own (the first
+ * 0.6 s pay the queue's set-up and V8's compiles). Counted by wrapping the
+ * queue's poll(), which the spin calls once a poll; 0 if it polled none.
+ */
+async function spinPollUs(): Promise<number> {
+  const cq = client.device!.createCq({ entries: 16 });
+  cq.mode = 'adaptive';
+  cq.maxSpinBudgetUs = 1_000_000;
+  cq.spinBudgetUs = 1_000_000;
+  let polls = 0;
+  const poll = cq.poll;
+  cq.poll = function countedPoll(this: CompletionQueue, ...args: Parameters<CompletionQueue['poll']>) {
+    polls++;
+    return poll.apply(this, args);
+  };
+  const waited = cq.next().catch(() => undefined);
+  await sleep(600);
+  const [fromPolls, from] = [polls, performance.now()];
+  await sleep(200);
+  const perPoll = polls > fromPolls ? ((performance.now() - from) * 1000) / (polls - fromPolls) : 0;
+  cq.close();
+  await waited;
+  return perPoll;
+}
 
 // ---- the loop's own hops
 async function microtaskHop(): Promise<number> {
@@ -184,6 +213,7 @@ async function futexWake(samples: number): Promise<Float64Array> {
 const loop = {
   microtask_hop_us: Math.round((await microtaskHop()) * 1000) / 1000,
   set_immediate_turn_us: Math.round((await immediateHop(20_000)) * 1000) / 1000,
+  adaptive_spin_poll_us: Math.round((await spinPollUs()) * 1000) / 1000,
 };
 const wakes = await fdWake(500);
 const futexWakes = await futexWake(500);
