@@ -60,10 +60,11 @@ const MAX_TIME_SLICE_MS = 1000;
 
 const BATCH = 16;
 /**
- * Adaptive mode's spin polls this many times in a row before it hands the
- * microtask queue a turn: a microtask a poll cost 5-7 µs in the soft-RoCE
- * guest (the hop and three clock reads), a poll in a row 2-3 (the poll and
- * one clock read), and the wait ends a poll later on average.
+ * Adaptive mode's spin polls this many times in a row, while nothing comes,
+ * before it hands the microtask queue a turn. An empty spin poll took 6-9 µs
+ * in the soft-RoCE guest as a microtask of its own (the hop and three clock
+ * reads), 3-4 in a burst (the poll and one clock read); a completion is
+ * seen half a poll after it lands, on average.
  */
 const SPIN_BURST = 16;
 /**
@@ -152,6 +153,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #sleptSinceSpin = false;
   /** A poll is scheduled (a spin round or a slice's end). */
   #pollScheduled = false;
+  /** The scheduled poll is a microtask: this queue spins alone, so it may poll in a burst (see SPIN_BURST). */
+  #pollSoon = false;
   /** The scheduled poll, made once: nothing is allocated per round. */
   readonly #scheduledPoll = (): void => this.#pollAgain();
   readonly #ops: ContextOps;
@@ -463,7 +466,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * slice is spent, adaptive polls again soon (#schedulePoll) while within
    * its spin budget, and otherwise the queue is armed and drained once more: a
    * completion after the arming raises an event. `spinRound`: called by that
-   * poll, which may go on polling for a burst while nothing comes.
+   * poll, as a microtask, which may go on polling for a burst while nothing
+   * comes.
    */
   #serveListener(spinRound = false): void {
     const listener = this.#listener!;
@@ -541,6 +545,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * while some still wait, polls again soon (adaptive, within its spin
    * budget: #schedulePoll) or arms the CQ and lets the channel's watch call
    * back. Synchronous, so a wake-up costs no promise of its own.
+   * `spinRound`: as #serveListener's.
    */
   #serve(spinRound = false): void {
     try {
@@ -675,6 +680,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (this.#pollScheduled) return;
     const inMicrotask = soon && scheduledPolls === 0 && !this.#sliceSpent();
     this.#pollScheduled = true;
+    this.#pollSoon = inMicrotask;
     scheduledPolls++;
     if (inMicrotask) queueMicrotask(this.#scheduledPoll);
     else setImmediate(this.#scheduledPoll);
@@ -687,10 +693,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     beginTurn();
     // Queues scheduled in one check phase take turns: past the slice, the rest go round again next turn.
     if (this.#sliceSpent()) return this.#schedulePoll();
-    if (this.#listener) this.#serveListener(true);
+    // A queue among many, polled once a turn each, polls once: a burst would take the others' share of the slice.
+    if (this.#listener) this.#serveListener(this.#pollSoon);
     else if (this.#mode === 'busy-poll') {
       if (!this.#spinning && this.#waiters.length > 0) void this.#spin();
-    } else if (this.#waiters.length > 0) this.#serve(true);
+    } else if (this.#waiters.length > 0) this.#serve(this.#pollSoon);
   }
 
   /**
