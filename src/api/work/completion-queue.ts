@@ -60,14 +60,6 @@ const MAX_TIME_SLICE_MS = 1000;
 
 const BATCH = 16;
 /**
- * Adaptive mode's spin polls this many times in a row, while nothing comes,
- * before it hands the microtask queue a turn. An empty spin poll took 6-9 µs
- * in the soft-RoCE guest as a microtask of its own (the hop and three clock
- * reads), 3-4 in a burst (the poll and one clock read); a completion is
- * seen half a poll after it lands, on average.
- */
-const SPIN_BURST = 16;
-/**
  * The *At accessors' rule for a bad index, made once: a template literal in
  * #at would be bytecode in every accessor TurboFan inlines into a poll loop,
  * within a budget that five accessors and their receiver checks fill.
@@ -153,8 +145,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #sleptSinceSpin = false;
   /** A poll is scheduled (a spin round or a slice's end). */
   #pollScheduled = false;
-  /** The scheduled poll is a microtask: this queue spins alone, so it may poll in a burst (see SPIN_BURST). */
-  #pollSoon = false;
   /** The scheduled poll, made once: nothing is allocated per round. */
   readonly #scheduledPoll = (): void => this.#pollAgain();
   readonly #ops: ContextOps;
@@ -465,11 +455,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * Drains into the listener. Then busy-poll goes on draining until its time
    * slice is spent, adaptive polls again soon (#schedulePoll) while within
    * its spin budget, and otherwise the queue is armed and drained once more: a
-   * completion after the arming raises an event. `spinRound`: called by that
-   * poll, as a microtask, which may go on polling for a burst while nothing
-   * comes.
+   * completion after the arming raises an event.
    */
-  #serveListener(spinRound = false): void {
+  #serveListener(): void {
     const listener = this.#listener!;
     try {
       let taken = 0;
@@ -485,12 +473,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         return this.#schedulePoll();
       }
       if (this.#armed || this.closed) return;
-      // Spinning: a scheduled round polls again at once while nothing comes, up to a burst (see SPIN_BURST).
-      for (let polls = spinRound ? 1 : SPIN_BURST; this.#spinsOn(taken > 0); polls++) {
-        if (taken > 0 || polls >= SPIN_BURST) return this.#schedulePoll(true);
-        taken = listener.onCompletions();
-        if (this.#listener !== listener) return;
-      }
+      if (this.#spinsOn(taken > 0)) return this.#schedulePoll(true);
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
     } catch (error) {
@@ -545,13 +528,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * while some still wait, polls again soon (adaptive, within its spin
    * budget: #schedulePoll) or arms the CQ and lets the channel's watch call
    * back. Synchronous, so a wake-up costs no promise of its own.
-   * `spinRound`: as #serveListener's.
    */
-  #serve(spinRound = false): void {
+  #serve(): void {
     try {
       let taken = 0;
       let learned = false;
-      let polls = spinRound ? 1 : SPIN_BURST;
       while (this.#waiters.length > 0) {
         const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
         for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
@@ -564,8 +545,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         const tookSome: boolean = taken > 0 && !learned;
         learned ||= tookSome;
         if (this.#spinsOn(tookSome)) {
-          // Nothing came yet in this spin round: poll again at once, up to a burst (see SPIN_BURST).
-          if (taken === 0 && polls++ < SPIN_BURST) continue;
           this.#schedulePoll(true);
           break;
         }
@@ -680,7 +659,6 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (this.#pollScheduled) return;
     const inMicrotask = soon && scheduledPolls === 0 && !this.#sliceSpent();
     this.#pollScheduled = true;
-    this.#pollSoon = inMicrotask;
     scheduledPolls++;
     if (inMicrotask) queueMicrotask(this.#scheduledPoll);
     else setImmediate(this.#scheduledPoll);
@@ -693,11 +671,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     beginTurn();
     // Queues scheduled in one check phase take turns: past the slice, the rest go round again next turn.
     if (this.#sliceSpent()) return this.#schedulePoll();
-    // A queue among many, polled once a turn each, polls once: a burst would take the others' share of the slice.
-    if (this.#listener) this.#serveListener(this.#pollSoon);
+    if (this.#listener) this.#serveListener();
     else if (this.#mode === 'busy-poll') {
       if (!this.#spinning && this.#waiters.length > 0) void this.#spin();
-    } else if (this.#waiters.length > 0) this.#serve(this.#pollSoon);
+    } else if (this.#waiters.length > 0) this.#serve();
   }
 
   /**
