@@ -40,3 +40,8 @@ export function integerOption(value: string | undefined, name: string, max: numb
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < min || n > max) throw new OptionValueError(`${name} must be an integer from ${min} to ${max} (got '${value}')`);
   return n;
 }
+
+/** Which of adaptive mode's budget options was given, by name (--spin first), for the bench commands' checks. */
+export function spinOptionGiven(values: { spin?: string; 'max-spin'?: string }): '--spin' | '--max-spin' | undefined {
+  return values.spin !== undefined ? '--spin' : values['max-spin'] !== undefined ? '--max-spin' : undefined;
+}

@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import * as tcp from 'node:net';
 import type { Duplex } from 'node:stream';
-import { integerOption, parseCommandArgs, usageError } from './arguments.js';
+import { integerOption, parseCommandArgs, spinOptionGiven, usageError } from './arguments.js';
 import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
 import { ReadRelay, streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
@@ -179,7 +179,7 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   if (!listen && address === undefined) return fail('say SERVER_ADDR to connect to, or -l to serve');
   if (address !== undefined && tcp.isIP(address) === 0) return fail(`${listen ? 'BIND_ADDR' : 'SERVER_ADDR'} must be an IP address (got '${address}')`);
   if (useTcp && values.buffer !== undefined) return fail('-B is for RDMA sockets: node:net TCP keeps the kernel\'s buffer sizes');
-  const spinOption = values.spin !== undefined ? '--spin' : values['max-spin'] !== undefined ? '--max-spin' : undefined;
+  const spinOption = spinOptionGiven(values);
   const rdmaWaitOption = values.wait !== undefined ? '--wait' : spinOption;
   if (useTcp && rdmaWaitOption) return fail(`${rdmaWaitOption} is for RDMA sockets: node:net TCP waits on the kernel`);
   if (values.wait !== undefined && !COMPLETION_MODES.includes(values.wait as CompletionMode)) {

@@ -6,7 +6,7 @@
 import { Buffer } from 'node:buffer';
 import { performance } from 'node:perf_hooks';
 import process from 'node:process';
-import { integerOption, parseCommandArgs, usageError } from './arguments.js';
+import { integerOption, parseCommandArgs, spinOptionGiven, usageError } from './arguments.js';
 import { runBenchStream } from './bench-stream.js';
 import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
 import { createId, type CmId } from '../api/cm/cm-id.js';
@@ -258,7 +258,7 @@ export async function runBench(argv: string[]): Promise<number> {
   if (values.events === true && mode !== 'lat') return fail('-e is for lat (bw takes --wait)');
   if (onEvents && mode === 'bw' && values.duration !== undefined) return fail('bw with --wait counts messages: give -n, not -D');
   if (values.timer === true && !onEvents) return fail('--timer needs the event loop: give -e or --wait');
-  const spinOption = values.spin !== undefined ? '--spin' : values['max-spin'] !== undefined ? '--max-spin' : undefined;
+  const spinOption = spinOptionGiven(values);
   if (spinOption && wait !== 'adaptive') return fail(`${spinOption} is adaptive mode's budget: give --wait adaptive`);
   let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number, spin: SpinOptions;
   try {
