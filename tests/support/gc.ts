@@ -5,6 +5,7 @@ import { runInNewContext } from 'node:vm';
 import { PerformanceObserver, performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import process from 'node:process';
+import { describeThreadTimes, threadTimes } from './thread-cpu.js';
 
 export function collectGarbage(): void {
   setFlagsFromString('--expose-gc');
@@ -42,7 +43,7 @@ export async function settleGarbage(limitMs = 40_000): Promise<{ collections: nu
   return { collections, waitedMs: performance.now() - started };
 }
 
-/** What an idle window cost: the CPU share (of one CPU), the event loop's utilisation, and V8's collections in it. */
+/** What an idle window cost: the CPU share (of one CPU), the event loop's utilisation, V8's collections in it, and which threads spent it. */
 export interface IdleCost {
   readonly share: number;
   readonly describe: string;
@@ -71,11 +72,13 @@ async function idleWindow(windowMs: number): Promise<IdleCost & { collections: n
   const collections: number[] = [];
   const observer = new PerformanceObserver((list) => collections.push(...list.getEntries().map((entry) => entry.duration)));
   observer.observe({ entryTypes: ['gc'] });
+  const threadsBefore = threadTimes(false);
   const cpuBefore = process.cpuUsage();
   const loopBefore = performance.eventLoopUtilization();
   await sleep(windowMs);
   const cpu = process.cpuUsage(cpuBefore);
   const loop = performance.eventLoopUtilization(loopBefore);
+  const threads = describeThreadTimes(threadsBefore, threadTimes(true));
   observer.disconnect();
   const share = (cpu.user + cpu.system) / (windowMs * 1000);
   const gcMs = collections.reduce((sum, ms) => sum + ms, 0);
@@ -84,6 +87,6 @@ async function idleWindow(windowMs: number): Promise<IdleCost & { collections: n
     collections: collections.length,
     describe: `${(share * 100).toFixed(2)} % of a CPU over ${windowMs / 1000} s (user ${(cpu.user / 1000).toFixed(0)} ms, system ${(cpu.system / 1000).toFixed(0)} ms), ` +
       `event-loop utilisation ${(loop.utilization * 100).toFixed(2)} %; ${collections.length} collections in the window (${gcMs.toFixed(1)} ms), ` +
-      `${settled.collections} waited out before it (${(settled.waitedMs / 1000).toFixed(1)} s)`,
+      `${settled.collections} waited out before it (${(settled.waitedMs / 1000).toFixed(1)} s); by thread: ${threads}`,
   };
 }
