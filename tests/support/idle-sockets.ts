@@ -4,7 +4,8 @@
 // JSON. A fresh process, because a test process's earlier work goes on costing
 // it CPU for a while: a clean-clone CI run read 4.05 % for these sockets as the
 // 29th file of the device tier, 0 collections in the window and the event loop
-// 0.35 % busy, where they read 0.74-1.10 % alone (performance-notes.md, 2026-12-02).
+// 0.35 % busy, where they read 0.74-1.19 % alone or after nine files
+// (performance-notes.md, 2026-12-02).
 import process from 'node:process';
 import { once } from 'node:events';
 import { connect, createServer, type RdmaSocket } from '../../src/net/index.js';
