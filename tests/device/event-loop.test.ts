@@ -5,13 +5,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Buffer } from 'node:buffer';
 import process from 'node:process';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { COMPLETION_MODES, type CmId, type CompletionMode, type PreparedRecv } from '../../src/index.js';
 import { TimerProbe } from '../../src/bench/timer-probe.js';
 import { benchPair } from '../support/bench-pair.js';
+import { supportProgramJson } from '../support/child-module.js';
 import { connectPair, type Pair } from '../support/pair.js';
 import { settleGarbage } from '../support/gc.js';
 
@@ -32,7 +30,6 @@ interface Lateness { timer_ticks: number; timer_p50_ms: number; timer_p99_ms: nu
 const describe = (figures: Lateness) =>
   `1 ms timer: ${figures.timer_ticks} ticks, late p50 ${figures.timer_p50_ms} ms, p99 ${figures.timer_p99_ms} ms, max ${figures.timer_max_ms} ms`;
 
-const execFileAsync = promisify(execFile);
 let tcpP50Ms = Number.NaN;
 
 /** `sliceMs`: the time slices a loop that completions keep busy spends in a turn, so its timers may wait that long on top. */
@@ -128,8 +125,7 @@ test('adaptive is the default, with its budget\'s bounds; bad values are refused
 
 test('100 armed queues and one that just spun in adaptive mode: idle, the process costs ≤ 1 % of a CPU over 10 s', { timeout: 150_000 }, async () => {
   // In a process of its own (tests/support/idle-queues.ts): this one's earlier tests go on costing it CPU for a while.
-  const { stdout } = await execFileAsync(process.execPath, [fileURLToPath(new URL('../support/idle-queues.js', import.meta.url))], { timeout: 120_000 });
-  const idle = JSON.parse(stdout.trim().split('\n').at(-1)!) as { share: number; describe: string };
+  const idle = await supportProgramJson<{ share: number; describe: string }>('idle-queues', 120_000);
   console.log(`# 101 armed queues idle: ${idle.describe}`);
   assert.ok(idle.share <= 0.01, `idle armed queues used ${(idle.share * 100).toFixed(2)} % of a CPU`);
 });

@@ -5,18 +5,11 @@
 // guest's 2 GiB enough; the per-socket memory is printed for docs/net.md.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import process from 'node:process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { supportProgramJson } from '../support/child-module.js';
 import type { IdleSocketsReport } from '../support/idle-sockets.js';
 
-const execFileAsync = promisify(execFile);
-
 test('1000 idle sockets in one process: all connect and echo, idle they cost no CPU, all close', { timeout: 600_000 }, async () => {
-  const program = fileURLToPath(new URL('../support/idle-sockets.js', import.meta.url));
-  const { stdout } = await execFileAsync(process.execPath, [program], { timeout: 540_000, maxBuffer: 1 << 20 });
-  const seen = JSON.parse(stdout.trim().split('\n').at(-1)!) as IdleSocketsReport;
+  const seen = await supportProgramJson<IdleSocketsReport>('idle-sockets', 540_000);
   console.log(`# ${seen.sockets} sockets: set up in ${(seen.setupMs / 1000).toFixed(1)} s, RSS ${(seen.rssPerSocket / 1024).toFixed(0)} KiB a socket ` +
     `(${seen.bufferBytes} B of buffers each), idle ${seen.idleDescribe}`);
   assert.equal(seen.sockets, 1000);
