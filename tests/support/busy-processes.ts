@@ -36,5 +36,5 @@ export async function busyProcesses(windowMs = 1000, minShare = 0.05): Promise<s
     const share = (ticks - (before.get(pid)?.ticks ?? ticks)) / TICKS_PER_SECOND / (windowMs / 1000);
     if (share > minShare) busy.push({ label: `${name} (pid ${pid}) ${(share * 100).toFixed(0)} %`, share });
   }
-  return busy.sort((a, b) => b.share - a.share).map((process) => process.label);
+  return busy.sort((a, b) => b.share - a.share).map(({ label }) => label);
 }
