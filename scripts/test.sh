@@ -56,10 +56,20 @@ tier_run() {
   "$@" 2>&1 | tee -a "$log"
 }
 
+# timed STAGE: the wall-clock time since the stage before ended, for the
+# closing lines (CI has a time budget; a slower host shows where it went).
+stage_times=()
+stage_ended=$SECONDS
+timed() {
+  stage_times+=("$(printf '%6d s  %s' $((SECONDS - stage_ended)) "$1")")
+  stage_ended=$SECONDS
+}
+
 # The closing lines for the whole run, from the runners' own counts: passed,
 # failed, cancelled and skipped, then each skipped test with its reason (the
 # TAP reporter's "ok N - NAME # SKIP REASON", the spec reporter's
-# "﹣ NAME (DURATION) # REASON"), then what a file filter left out.
+# "﹣ NAME (DURATION) # REASON"), then what a file filter left out, what each
+# step ran on, and how long each stage took.
 summary() {
   awk '{ sub(/^\[host[0-9]+\] /, "") }
        /^(# |ℹ )pass [0-9]+$/ { passed += $NF }
@@ -88,6 +98,8 @@ summary() {
        }' "$log"
   # what each step ran on (scripts/platform.mjs; the README's platform table quotes these)
   sed -n 's/^\(\[host0\] \)\{0,1\}platform: /platform: /p' "$log"
+  printf 'time: %d s in all\n' "$SECONDS"
+  printf 'time: %s\n' "${stage_times[@]}"
 }
 
 # host_pass MAJOR FILES [NOTE]: the host tier's FILES (a glob, expanded by sh) on the official build of Node MAJOR.
@@ -111,10 +123,12 @@ main() {
   bash scripts/install-deps.sh test
   [ -d node_modules/koffi ] || npm ci --no-audit --no-fund
   npm run --silent build
+  timed 'set-up (Debian packages, npm ci, build)'
 
   if [ "$tier" = all ] || [ "$tier" = host ]; then
     # The API reference: TypeDoc fails on a broken doc comment or an unexported type the API refers to.
     npm run --silent docs || { echo "docs: the API reference did not build (TypeDoc's warnings above)"; status=1; }
+    timed 'API reference (TypeDoc)'
     # node --test runs one file at a time on two cores, so the second Node
     # line's pass runs beside the first, its output shown after it.
     local other_log=$log.other other_pass
@@ -125,7 +139,9 @@ main() {
     tier_run node --import tsx --test --test-reporter=spec tests/host/*.test.ts || status=1
     wait "$other_pass" || status=1
     tier_run cat "$other_log"
+    timed "host tier, this host's Node and Node $OTHER_NODE side by side"
     tier_run host_pass "$NEXT_NODE" tests/host/fd-watcher.test.ts 'fd-watcher only' || status=1
+    timed "host tier, Node $NEXT_NODE: fd-watcher"
   fi
 
   if [ "$tier" = all ] || [ "$tier" = device ]; then
@@ -135,6 +151,7 @@ main() {
       tier_run node dist/tests/device/run.js || status=1
       echo "== device tier (on this host's RDMA device), bound calls on"
       tier_run env RDMACM_BOUND_CALLS=1 node dist/tests/device/run.js || status=1
+      timed 'device tier (this host), plain then bound calls'
     else
       # The rdma-core 56 device test runs Debian 13's libc6 and libibverbs1,
       # unpacked into a cache; the guest, which has no network, reads it here.
@@ -145,9 +162,11 @@ main() {
       if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
       tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-$DEVICE_PASS_TIMEOUT}" ${only[@]+"${only[@]}"} -- sh -c \
         'node scripts/platform.mjs --step "device tier (soft-RoCE VM)" && exec node dist/tests/device/run.js' || status=1
+      timed 'device tier (soft-RoCE VM)'
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
         tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+        timed 'device tier, two hosts'
         echo "== device tier, rdma-core 56 guest, bound calls on, Node $NEXT_NODE (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
         # riostream's default run (about 6 minutes) ran in the first pass, and
         # so did the load test's 2000 cycles: 500 here still show a leak of one
@@ -163,8 +182,10 @@ main() {
            node scripts/platform.mjs --step "device tier, rdma-core 56 guest, bound calls on" --expect-rdma-core 56 --expect-node "$RDMACM_NODE_MAJOR" &&
            node bin/rdmacm smoke &&
            exec node dist/tests/device/run.js' || status=1
+        timed "device tier, rdma-core 56 guest, Node $NEXT_NODE"
         echo "== device tier, arm64 guest: smoke, Node $ARM64_NODE (Debian 13 arm64: kernel 6.12, glibc 2.41, rdma-core 56; the arm64 Node and koffi build)"
         tier_run bash scripts/arm64-vm.sh --node "$ARM64_NODE" --timeout 600 || status=1
+        timed "device tier, arm64 guest, Node $ARM64_NODE"
       else
         echo "device tier: RDMACM_TEST_ONLY=$RDMACM_TEST_ONLY: the two-host tier (tests/twohost), the rdma-core 56 guest and the arm64 guest did not run" | tee -a "$log"
       fi
