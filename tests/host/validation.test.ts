@@ -22,7 +22,7 @@ import { encodeConnParam, type ConnParam } from '../../src/api/cm/conn-param.js'
 import { endpointSchema, waitSchema } from '../../src/api/cm/cm-id.js';
 import { decodeSocketAddress, encodeSocketAddress } from '../../src/api/cm/socket-address.js';
 import { readFileSync } from 'node:fs';
-import { ahAttrSchema, parseArgument, registrableBytes } from '../../src/api/core/validate.js';
+import { ahAttrSchema, bytes, instanceCheck, parseArgument, registrableBytes } from '../../src/api/core/validate.js';
 import { ibv_ah_attr, type IbvAhAttr } from '../../src/structs/verbs-resources.js';
 import {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, flagMask, flagNames,
@@ -343,6 +343,20 @@ test('a value zod trips over (a Proxy of a typed array: a length check reads its
   assert.throws(() => parseArgument('op', 'host', z.string().min(1), proxy), (error: unknown) =>
     error instanceof RdmaArgumentError && error.issues.length === 1 && error.issues[0]!.path === 'host' && /could not be read/.test(error.issues[0]!.rule));
   assert.throws(() => getAddrInfo(proxy as never, '7471'), RdmaArgumentError);
+});
+
+test('an instance check answers by its own test: what it accepts comes back as it went in, what it refuses (or throws on) zod words, at the parameter', () => {
+  const buffer = Buffer.alloc(4);
+  assert.equal(parseArgument('op', 'data', bytes, buffer), buffer);
+  // Not remembered by identity: a Buffer that has since lied about its length is refused.
+  Object.defineProperty(buffer, 'length', { value: 1 << 30 });
+  refused('a redefined length', () => parseArgument('op', 'data', bytes, buffer), 'data', /expected a Buffer or Uint8Array/);
+  refused('a Proxy', () => parseArgument('op', 'data', bytes, new Proxy(new Uint8Array(2), {})), 'data', /expected a Buffer or Uint8Array/);
+  const throwing = instanceCheck<object>(() => {
+    throw new TypeError('a trap threw');
+  }, 'expected a thing');
+  assert.throws(() => parseArgument('op', 'thing', throwing, {}), (error: unknown) =>
+    error instanceof RdmaArgumentError && error.issues.length === 1 && error.issues[0]!.path === 'thing');
 });
 
 test('parse memo: an equal flat input gets the same frozen output', () => {
