@@ -17,40 +17,12 @@ SHARED=${RDMACM_SHARED_DIR:?run through scripts/rxe-vm.sh --hosts 2}
 read -r SERVER_ADDR _ <<< "${RDMACM_TEST_ADDRS:?}"
 mkdir -p "$RAW"
 
-# say and listening: bench/pairs.sh; the runs, their knobs and tss: bench/socket-runs.sh.
+# say, listening and link_pair: bench/pairs.sh; the runs, their knobs and tss: bench/socket-runs.sh.
 source bench/pairs.sh
 # 8 MiB each way: across the link such a run already lasts about a second (its slow ones, five).
 BENCH_SOCK_BW64K_COUNT=${BENCH_SOCK_BW64K_COUNT:-128}
 BENCH_SOCK_BW1M_COUNT=${BENCH_SOCK_BW1M_COUNT:-8}
 source bench/socket-runs.sh
-
-# link_pair NAME SERVER_CMD... -- CLIENT_CMD...: host 0 starts the server and
-# says so in the shared folder once it listens; host 1 waits for that, runs
-# the client into RAW/NAME and says it is done; host 0 waits (bounded) for
-# its server to end, output in RAW/NAME.server. Both wait at most 10 minutes.
-link_pair() {
-  local name=$1; shift
-  local server=() port=
-  while [ "$1" != -- ]; do server+=("$1"); shift; done
-  shift
-  local i
-  for ((i = 0; i < ${#server[@]} - 1; i++)); do [ "${server[i]}" = -p ] && port=${server[i + 1]}; done
-  if [ "$HOST" = 0 ]; then
-    "${server[@]}" > "$RAW/$name.server" 2>&1 &
-    local spid=$!
-    listening "$port"
-    touch "$SHARED/$name-listening"
-    local t=0
-    until [ -e "$SHARED/$name-done" ]; do t=$((t + 1)); [ $t -ge 6000 ] && break; sleep 0.1; done
-    if ! timeout "${SERVER_LINGER:-60}" tail --pid=$spid -f /dev/null; then kill $spid 2> /dev/null; say "link: the server of $name did not end"; fi
-    wait $spid 2> /dev/null
-  else
-    local t=0
-    until [ -e "$SHARED/$name-listening" ]; do t=$((t + 1)); [ $t -ge 6000 ] && { say "link: no server for $name"; touch "$SHARED/$name-done"; return; }; sleep 0.1; done
-    timeout 600 "$@" > "$RAW/$name" 2> "$RAW/$name.err" || say "FAILED across the link: $* (see $RAW/$name.err)"
-    touch "$SHARED/$name-done"
-  fi
-}
 
 port=7900
 for r in $(seq 1 "$SOCK_REPS"); do
