@@ -197,10 +197,10 @@ test('adaptive learns its budget: where a wake-up outlasts a fixed 50 µs budget
     // Sleeping every round trip, as in the soft-RoCE guest (a wake-up there costs hundreds of µs): spinning pays.
     // The learned budget still falls back now and then (26-46 times in 2200 waits in a Debian 13 guest), so the
     // ratio moves: 0.17-0.41 alone there, 0.56 and 0.62 in clean-clone CI runs' Debian 13 passes (performance-notes.md).
+    // The budgets at the end are printed, not judged: a budget that paid through the run may fall back in its last
+    // waits (one clean-clone CI run's Debian 13 pass: learned 0.68× the fixed p50, both budgets back at 50 µs).
     // A wake-up within the floor (a NIC): the floor already caught what spinning could, and learning costs nothing.
-    const learnedPaid = fixed.p50_us > 200
-      ? client.p50_us < 0.75 * fixed.p50_us && (client.spin_budget_us > 50 || server.spin_budget_us > 50)
-      : client.p50_us <= 1.5 * fixed.p50_us + 5;
+    const learnedPaid = fixed.p50_us > 200 ? client.p50_us < 0.75 * fixed.p50_us : client.p50_us <= 1.5 * fixed.p50_us + 5;
     if (learnedPaid) return;
   }
   assert.fail(`in both attempts: ${verdict}`);
