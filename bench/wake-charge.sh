@@ -21,17 +21,21 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source bench/pairs.sh
 
+# run_pair NAME SERVER_CMD... -- CLIENT_CMD...: pair (one guest) or link_pair (two), output in RAW/NAME.
+run_pair() {
+  if [ -n "${HOST:-}" ]; then link_pair "$@"; else local name=$1; shift; pair "$RAW/$name" "$@"; fi
+}
+
 in_guest() {
   RAW=$(realpath "$1")
   local rounds=$2 hosts=$3 pages=${WAKE_PAGES:-1024} iters=${WAKE_ITERS:-1000} warmup=${WAKE_WARMUP:-5000}
-  local address run=run_pair
+  local address
   if [ "$hosts" = 2 ]; then
     HOST=$RDMACM_HOST_INDEX SHARED=$RDMACM_SHARED_DIR
     read -r address _ <<< "$RDMACM_TEST_ADDRS"
   else
     address=$RDMACM_TEST_ADDR
   fi
-  run_pair() { if [ -n "${HOST:-}" ]; then link_pair "$@"; else local name=$1; shift; pair "$RAW/$name" "$@"; fi; }
   local charge=(env LD_PRELOAD="$RAW/wake-charge.so" WAKE_CHARGE_PAGES="$pages")
   local uv=("$RAW/uv-pingpong" -w 1000 -n "$iters")
   local lat=(node bin/rdmacm bench -I 0 lat --wait events -s 2 -n "$iters" -w "$warmup" --json)
@@ -40,14 +44,14 @@ in_guest() {
   local port=8900 r
   for r in $(seq 1 "$rounds"); do
     say "wake-charge: round $r"
-    port=$((port + 1)); $run "c-events-r$r.txt" ib_send_lat -R -I 0 -e -s 2 -n "$iters" -p $port -- ib_send_lat -R -I 0 -e -s 2 -n "$iters" -p $port "$address"
-    port=$((port + 1)); $run "c-libuv-r$r.json" "${uv[@]}" -s -p $port -- "${uv[@]}" -p $port "$address"
-    port=$((port + 1)); $run "c-libuv-charged-r$r.json" "${uv[@]}" -t "$pages" -s -p $port -- "${uv[@]}" -t "$pages" -p $port "$address"
-    port=$((port + 1)); $run "ts-events-r$r.json" "${lat[@]}" -p $port -- "${lat[@]}" -p $port "$address"
-    port=$((port + 1)); $run "rstream-r$r.txt" "${rs[@]}" -b "$address" -p $port -- "${rs[@]}" -s "$address" -p $port
-    port=$((port + 1)); $run "rstream-charged-r$r.txt" "${charge[@]}" "${rs[@]}" -b "$address" -p $port -- "${charge[@]}" "${rs[@]}" -s "$address" -p $port
-    port=$((port + 1)); $run "socket-events-r$r.json" "${stream[@]}" --wait events -l "$address" -p $port -- "${stream[@]}" --wait events "$address" -p $port
-    port=$((port + 1)); $run "socket-adaptive-r$r.json" "${stream[@]}" -l "$address" -p $port -- "${stream[@]}" "$address" -p $port
+    port=$((port + 1)); run_pair "c-events-r$r.txt" ib_send_lat -R -I 0 -e -s 2 -n "$iters" -p $port -- ib_send_lat -R -I 0 -e -s 2 -n "$iters" -p $port "$address"
+    port=$((port + 1)); run_pair "c-libuv-r$r.json" "${uv[@]}" -s -p $port -- "${uv[@]}" -p $port "$address"
+    port=$((port + 1)); run_pair "c-libuv-charged-r$r.json" "${uv[@]}" -t "$pages" -s -p $port -- "${uv[@]}" -t "$pages" -p $port "$address"
+    port=$((port + 1)); run_pair "ts-events-r$r.json" "${lat[@]}" -p $port -- "${lat[@]}" -p $port "$address"
+    port=$((port + 1)); run_pair "rstream-r$r.txt" "${rs[@]}" -b "$address" -p $port -- "${rs[@]}" -s "$address" -p $port
+    port=$((port + 1)); run_pair "rstream-charged-r$r.txt" "${charge[@]}" "${rs[@]}" -b "$address" -p $port -- "${charge[@]}" "${rs[@]}" -s "$address" -p $port
+    port=$((port + 1)); run_pair "socket-events-r$r.json" "${stream[@]}" --wait events -l "$address" -p $port -- "${stream[@]}" --wait events "$address" -p $port
+    port=$((port + 1)); run_pair "socket-adaptive-r$r.json" "${stream[@]}" -l "$address" -p $port -- "${stream[@]}" "$address" -p $port
   done
 }
 
