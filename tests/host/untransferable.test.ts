@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { markUntransferable } from '../../src/api/core/untransferable.js';
+import { MemoryRegion } from '../../src/api/verbs/memory-region.js';
 
 /** Node 20 copies a marked buffer in a transfer; from Node 21 the transfer throws DataCloneError (nodejs/node#47604). */
 const copiesOnTransfer = Number(process.versions.node.split('.')[0]) < 21;
@@ -47,4 +48,19 @@ test('a WebAssembly memory whose buffer went through it still grows, in a proces
     console.log(view.byteLength, memory.buffer.byteLength, new Uint8Array(memory.buffer)[0]);`], { encoding: 'utf8', timeout: 60_000 });
   assert.equal(child.status, 0, child.stderr);
   assert.equal(child.stdout.trim(), '0 131072 42', 'the old view is detached by the grow, the memory kept its byte');
+});
+
+test('a page-aligned buffer stays transferable until it is marked, then refuses a transfer as any marked buffer does', () => {
+  // MemoryRegion.pageAligned notes its ArrayBuffer as allocated here: the mark then skips the probe, and only the mark.
+  const free = MemoryRegion.pageAligned(4096);
+  const moved = structuredClone(free, { transfer: [free.buffer as ArrayBuffer] });
+  assert.equal(free.byteLength, 0, 'unmarked, it was transferred (detached)');
+  assert.equal(moved.byteLength, 4096);
+
+  const kept = MemoryRegion.pageAligned(4096).fill(9);
+  markUntransferable(kept.buffer);
+  if (copiesOnTransfer) structuredClone(kept, { transfer: [kept.buffer as ArrayBuffer] });
+  else assert.throws(() => structuredClone(kept, { transfer: [kept.buffer as ArrayBuffer] }), { name: 'DataCloneError' });
+  assert.equal(kept.byteLength, 4096, 'marked, it kept its memory');
+  assert.ok(kept.every((byte) => byte === 9));
 });

@@ -437,6 +437,37 @@ test('parse memo: class instances zod passes through are remembered by prototype
   assert.notEqual(parseArgument('op', 'o', objects, nested), parseArgument('op', 'o', objects, nested), 'plain objects, byte views and arrays could change inside');
 });
 
+test('parse memo: a plain array of primitives (access rights) is remembered by a copy, and its output comes out frozen', () => {
+  const names = z.array(z.enum(['LOCAL_WRITE', 'REMOTE_WRITE', 'REMOTE_READ'])).default(['LOCAL_WRITE']);
+  const access = ['LOCAL_WRITE', 'REMOTE_WRITE'];
+  const first = parseArgument('op', 'access', names, access);
+  assert.deepEqual(first, access);
+  assert.notEqual(first, access, "zod's copy, not the caller's array");
+  assert.ok(Object.isFrozen(first) && !Object.isFrozen(access));
+  assert.equal(parseArgument('op', 'access', names, ['LOCAL_WRITE', 'REMOTE_WRITE']), first, 'an equal list: answered from the memo');
+  access[1] = 'REMOTE_READ';
+  assert.deepEqual(parseArgument('op', 'access', names, access), ['LOCAL_WRITE', 'REMOTE_READ'], 'a change to the array is seen');
+  assert.notEqual(parseArgument('op', 'access', names, ['LOCAL_WRITE']), first, 'a shorter list is parsed again');
+  const defaulted = parseArgument('op', 'access', names, undefined);
+  assert.deepEqual(defaulted, ['LOCAL_WRITE']);
+  assert.equal(parseArgument('op', 'access', names, undefined), defaulted, 'the default too');
+  refused('a name no right has', () => parseArgument('op', 'access', names, ['LOCAL_WRITE', 'REMOTE_WRIT']), 'access.1', /expected one of/);
+  let traps = 0;
+  const proxy = new Proxy(['LOCAL_WRITE', 'REMOTE_WRITE'], { get: (target, key) => (traps++, Reflect.get(target, key)) });
+  assert.deepEqual(parseArgument('op', 'access', names, proxy), ['LOCAL_WRITE', 'REMOTE_WRITE']);
+  assert.ok(traps > 0, 'a Proxy is parsed by zod');
+  class Names extends Array<string> {}
+  assert.notEqual(parseArgument('op', 'access', names, Names.from(['LOCAL_WRITE', 'REMOTE_WRITE'])), first, 'a subclass is parsed again');
+});
+
+test('registrableBytes answers by its own test: a fixed-length view passes as it is, a resizable one is refused after it', () => {
+  const buffer = Buffer.alloc(8);
+  assert.equal(parseArgument('op', 'buffer', registrableBytes, buffer), buffer);
+  const resizable = new Uint8Array(new (ArrayBuffer as unknown as new (n: number, o: object) => ArrayBuffer)(8, { maxByteLength: 16 }));
+  refused('a resizable view', () => parseArgument('op', 'buffer', registrableBytes, resizable), 'buffer', /resizable/);
+  refused('a Proxy', () => parseArgument('op', 'buffer', registrableBytes, new Proxy(new Uint8Array(2), {})), 'buffer', /expected a Buffer or Uint8Array/);
+});
+
 test('parse memo: a plain object of primitives is remembered by a copy of its contents, and what zod built of it comes out frozen', () => {
   const schema = z.strictObject({ opcode: z.string(), remote: z.strictObject({ address: z.number(), rkey: z.number(), length: z.number().optional() }) });
   const remote = { address: 4096, rkey: 7 };

@@ -6,10 +6,25 @@
 // WebAssembly memory's buffer it makes the next grow() abort the process.
 import { markAsUntransferable } from 'node:worker_threads';
 
+/**
+ * Buffers marked here or found to refuse transfers already (the mark is for
+ * good), and plain ArrayBuffers this package allocated: neither needs the
+ * probe, whose DataCloneError costs about 4 ms in the rxe guest (a socket's
+ * set-up registers three buffers).
+ */
+const settled = new WeakSet<ArrayBufferLike>();
+const allocated = new WeakSet<ArrayBufferLike>();
+
 /** Marks `buffer` untransferable for good, unless it refuses a transfer already. */
 export function markUntransferable(buffer: ArrayBufferLike): void {
-  if (transferFailure(buffer) !== DETACHABLE_FAILURE) return;
-  markAsUntransferable(buffer);
+  if (settled.has(buffer)) return;
+  if (allocated.has(buffer) || transferFailure(buffer) === DETACHABLE_FAILURE) markAsUntransferable(buffer);
+  settled.add(buffer);
+}
+
+/** Notes a plain ArrayBuffer this package allocated: no WebAssembly memory's, so marking it needs no probe. */
+export function noteAllocated(buffer: ArrayBuffer): void {
+  allocated.add(buffer);
 }
 
 /** A value structuredClone refuses, so a probe with it clones and detaches nothing. */

@@ -2,7 +2,7 @@
 // Called when an operation is prepared, never inside post/poll loops.
 import { Buffer } from 'node:buffer';
 import { isIPv4, isIPv6 } from 'node:net';
-import { isDataView } from 'node:util/types';
+import { isDataView, isProxy } from 'node:util/types';
 import { z } from 'zod';
 import { RdmaArgumentError, type ArgumentErrorCode } from './errors.js';
 import { interfaceIndex } from './interfaces.js';
@@ -11,8 +11,9 @@ import { Resource } from './resource.js';
 /**
  * Parses `value` as the parameter `parameter` of `operation`, or throws RdmaArgumentError.
  * The last few successful parses of each schema are remembered for flat inputs
- * (a primitive, or a plain object of primitive data properties, of plain
- * objects of primitives, like a send's `remote`, and of class instances that
+ * (a primitive, a plain array of primitives, like access rights, or a plain
+ * object of primitive data properties, of plain objects of primitives, like
+ * a send's `remote`, and of class instances that
  * zod passed through as they are, like a CompletionQueue or an AbortSignal):
  * an equal input gets a frozen output without running zod again. Calls
  * repeat their options far more often than they change them, and until V8
@@ -120,10 +121,42 @@ class RecordCopy {
   }
 }
 
+/**
+ * An array of primitives, copied (an options list such as access rights).
+ * Each element is read once, as zod reads it; a Proxy is never remembered,
+ * so no trap runs here.
+ */
+class ListCopy {
+  private constructor(private readonly values: readonly unknown[]) {}
+
+  /** A copy of `value` if it is a plain array (no Proxy, no subclass) of at most 16 primitives; else undefined. */
+  static of(value: unknown): ListCopy | undefined {
+    if (!ListCopy.#isPlainArray(value) || value.length > 16) return undefined;
+    const values: unknown[] = [];
+    for (let i = 0; i < value.length; i++) {
+      const element: unknown = value[i];
+      if (!isPrimitive(element)) return undefined;
+      values.push(element);
+    }
+    return new ListCopy(values);
+  }
+
+  /** Whether `value` is a plain array of the same primitives (Object.is) in the same order. */
+  matches(value: unknown): boolean {
+    if (!ListCopy.#isPlainArray(value) || value.length !== this.values.length) return false;
+    for (let i = 0; i < value.length; i++) if (!Object.is(value[i], this.values[i])) return false;
+    return true;
+  }
+
+  static #isPlainArray(value: unknown): value is readonly unknown[] {
+    return Array.isArray(value) && !isProxy(value) && Object.getPrototypeOf(value) === Array.prototype;
+  }
+}
+
 /** One flat input, copied, and what zod made of it. */
 class ParseMemo {
   private constructor(
-    /** The input's keys in order, or null when the input was a primitive (values[0]). */
+    /** The input's keys in order, or null when the input was a primitive or a ListCopy (values[0]). */
     private readonly keys: readonly string[] | null,
     /** Per key: the primitive or instance it held, or a RecordCopy of the plain object it held. */
     private readonly values: readonly unknown[],
@@ -134,7 +167,12 @@ class ParseMemo {
 
   /** A memo for a flat input whose output is flat too (so freezing it, and its records, fixes what it says); else undefined. */
   static of(input: unknown, output: unknown): ParseMemo | undefined {
-    if (isPrimitive(input)) return isPrimitive(output) ? new ParseMemo(null, [input], [null], output) : undefined;
+    const list = ListCopy.of(input);
+    if (isPrimitive(input) || list !== undefined) {
+      // A list of names in, or a default list out (access rights): the list out is frozen.
+      if (!isPrimitive(output) && ListCopy.of(output) === undefined) return undefined;
+      return new ParseMemo(null, [list ?? input], [null], isPrimitive(output) ? output : Object.freeze(output));
+    }
     if (!isPlainObject(input) || !isPlainObject(output)) return undefined;
     const keys: string[] = [];
     const values: unknown[] = [];
@@ -171,7 +209,10 @@ class ParseMemo {
    */
   answering(input: unknown): ParseMemo | undefined {
     const keys = this.keys;
-    if (keys === null) return Object.is(input, this.values[0]) ? this : undefined;
+    if (keys === null) {
+      const only = this.values[0];
+      return (only instanceof ListCopy ? only.matches(input) : Object.is(input, only)) ? this : undefined;
+    }
     if (!isPlainObject(input)) return undefined;
     let index = 0;
     /** The values to remember, kept from the first instance that differs from the remembered one (each read once; records stay copies). */
@@ -230,7 +271,8 @@ export function instanceCheck<T>(test: (value: unknown) => boolean, message: str
  * contents and own properties can change between calls), and zod's parse of
  * one costs more than the test: a 64 B riowrite spent a quarter of its time
  * in zod checking its Buffer. Schemas derived from one (refine, optional)
- * are other objects and parse through zod.
+ * are other objects and parse through zod, unless they are given a test of
+ * their own (registrableBytes).
  */
 const instanceTests = new WeakMap<z.ZodType, (value: unknown) => boolean>();
 
@@ -344,6 +386,7 @@ export const registrableBytes = bytes.refine(
   (view) => !isResizable(view.buffer),
   'must not be a view of a resizable ArrayBuffer or growable SharedArrayBuffer: a resize could unmap registered memory',
 );
+instanceTests.set(registrableBytes, (value) => isHonestBytes(value) && !isResizable(value.buffer));
 
 /**
  * union ibv_gid as the API takes it: 16 raw bytes. Not strict: a union koffi

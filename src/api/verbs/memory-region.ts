@@ -15,7 +15,7 @@ import { InvalidThisError } from '../core/errors.js';
 import { z } from 'zod';
 import { parseArgument } from '../core/validate.js';
 import { assertInternal, type Internal } from '../core/internal.js';
-import { markUntransferable } from '../core/untransferable.js';
+import { markUntransferable, noteAllocated } from '../core/untransferable.js';
 
 const PAGE_SIZE = 4096;
 const LKEY = koffi.offsetof(ibv_mr, 'lkey');
@@ -75,6 +75,7 @@ export class MemoryRegion extends Resource {
   static pageAligned(size: number): Buffer {
     parseArgument('MemoryRegion.pageAligned', 'size', pageAlignedSize, size);
     const slab = Buffer.allocUnsafeSlow(size + PAGE_SIZE);
+    noteAllocated(slab.buffer);
     const misalignment = Number(koffi.address(slab) % BigInt(PAGE_SIZE));
     const start = misalignment === 0 ? 0 : PAGE_SIZE - misalignment;
     return slab.subarray(start, start + size).fill(0);
