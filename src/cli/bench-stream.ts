@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import * as tcp from 'node:net';
 import type { Duplex } from 'node:stream';
 import { integerOption, parseCommandArgs, spinOptionGiven, usageError } from './arguments.js';
-import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
+import { noDeviceExit } from './device-check.js';
 import { connect as rdmaConnect, createServer as rdmaCreateServer, type RdmaSocketSizes } from '../net/index.js';
 import { ReadRelay, streamExchange, streamFigures, type StreamFigures, type StreamPlan } from './stream-exchange.js';
 import { TimerProbe, timerLine } from '../bench/timer-probe.js';
@@ -207,17 +207,8 @@ export async function runBenchStream(argv: string[]): Promise<number> {
   if ((ring & (ring - 1)) !== 0 && ring % 4096 !== 0) return fail(`--buffer must be a power of two or a multiple of 2048 (got ${buffer})`);
 
   if (!useTcp) {
-    let deviceCount: number;
-    try {
-      deviceCount = listDevices().length;
-    } catch (error) {
-      process.stderr.write(`rdmacm bench stream: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 1;
-    }
-    if (deviceCount === 0) {
-      process.stderr.write(`rdmacm: ${noDeviceFoundReason()}\n`);
-      return 2;
-    }
+    const noDevice = noDeviceExit('bench stream');
+    if (noDevice !== undefined) return noDevice;
   }
 
   const json = values.json === true;

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks';
 import process from 'node:process';
 import { integerOption, parseCommandArgs, spinOptionGiven, usageError } from './arguments.js';
 import { runBenchStream } from './bench-stream.js';
-import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
+import { noDeviceExit } from './device-check.js';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import { ConnectionError } from '../api/cm/cm-event.js';
 import { EventChannel } from '../api/cm/event-channel.js';
@@ -277,17 +277,8 @@ export async function runBench(argv: string[]): Promise<number> {
   }
   if (address !== undefined && !/^[\d.]+$|:/.test(address)) return fail(`SERVER_ADDR must be an IP address (got '${address}')`);
 
-  let deviceCount: number;
-  try {
-    deviceCount = listDevices().length;
-  } catch (error) {
-    process.stderr.write(`rdmacm bench: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 1;
-  }
-  if (deviceCount === 0) {
-    process.stderr.write(`rdmacm: ${noDeviceFoundReason()}\n`);
-    return 2;
-  }
+  const noDevice = noDeviceExit('bench');
+  if (noDevice !== undefined) return noDevice;
 
   const json = values.json === true;
   const showProgress = !json && process.stderr.isTTY === true;

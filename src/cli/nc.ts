@@ -6,7 +6,7 @@ import process from 'node:process';
 import { once } from 'node:events';
 import { isIP } from 'node:net';
 import { parseCommandArgs, usageError } from './arguments.js';
-import { listDevices, noDeviceFoundReason } from '../api/verbs/devices.js';
+import { noDeviceExit } from './device-check.js';
 import { connect, createServer, type RdmaSocket } from '../net/index.js';
 import { endpoint } from './endpoint.js';
 
@@ -136,17 +136,8 @@ export async function runNc(argv: string[]): Promise<number> {
   }
   if (host !== undefined && (host === '' || (isIP(host) === 0 && !/^[a-zA-Z0-9][a-zA-Z0-9.-]*$/.test(host)))) return fail(`HOST must be an IP address or a host name (got '${host}')`);
 
-  let deviceCount: number;
-  try {
-    deviceCount = listDevices().length;
-  } catch (error) {
-    process.stderr.write(`rdmacm nc: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 1;
-  }
-  if (deviceCount === 0) {
-    process.stderr.write(`rdmacm: ${noDeviceFoundReason()}\n`);
-    return 2;
-  }
+  const noDevice = noDeviceExit('nc');
+  if (noDevice !== undefined) return noDevice;
 
   let socket: RdmaSocket;
   try {

@@ -418,25 +418,44 @@ export function noDeviceFoundReason(): string {
 }
 
 /**
+ * `use` of ibv_get_device_list's devices, freed after; `none` where there is
+ * no device, including a kernel without RDMA support.
+ */
+function withDeviceList<T>(use: (devices: Pointer[]) => T, none: T): T {
+  const count = Buffer.alloc(4);
+  const list = libibverbs.ibv_get_device_list(count);
+  if (list === null || list === 0n) {
+    const errno = koffi.errno();
+    if (errno === ENOSYS || errno === ENODEV) return none;
+    throw new RdmaError('ibv_get_device_list', errno || 5);
+  }
+  try {
+    return use(readPointerArray(list, count.readInt32LE(0)));
+  } finally {
+    libibverbs.ibv_free_device_list(list);
+  }
+}
+
+/**
+ * How many RDMA devices libibverbs lists, opening none: what a command checks
+ * before it starts (listDevices() reads every GID of every port, 1 s and more
+ * for rxe's table in the emulated guest). 0 where there is none.
+ */
+export function countDevices(): number {
+  return withDeviceList((devices) => devices.length, 0);
+}
+
+/**
  * Every RDMA device on this host, with its limits, ports and GIDs. Returns []
  * where there is none, including a kernel without RDMA support. A device that
  * cannot be opened or queried does not hide the others: it is listed as an
  * UnavailableDevice, with its error.
  */
 export function listDevices(): (DeviceInfo | UnavailableDevice)[] {
-  const count = Buffer.alloc(4);
-  const list = libibverbs.ibv_get_device_list(count);
-  if (list === null || list === 0n) {
-    const errno = koffi.errno();
-    if (errno === ENOSYS || errno === ENODEV) return [];
-    throw new RdmaError('ibv_get_device_list', errno || 5);
-  }
-  try {
+  return withDeviceList((devices) => {
     const netdevs = netdevNames();
-    return readPointerArray(list, count.readInt32LE(0)).map((device) => describeDevice(device, netdevs));
-  } finally {
-    libibverbs.ibv_free_device_list(list);
-  }
+    return devices.map((device) => describeDevice(device, netdevs));
+  }, []);
 }
 
 /** The names of the devices librdmacm sees (rdma_get_devices); [] where there is none. */
