@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-[ -d node_modules/koffi ] || npm ci --no-audit --no-fund
+[ -d node_modules/koffi ] && [ -d node_modules/esbuild ] || npm ci --no-audit --no-fund
 bash scripts/install-deps.sh test # perftest and cmtime, the C side of every comparison
 npm run --silent build
 npx --no-install tsc -p bench/tsconfig.json

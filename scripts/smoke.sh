@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh runtime
-[ -d node_modules/koffi ] || npm ci --no-audit --no-fund
+[ -d node_modules/koffi ] && [ -d node_modules/esbuild ] || npm ci --no-audit --no-fund
 npm run --silent build
 
 if [ -n "${RDMACM_TEST_DEVICE:-}" ] || { [ -d /sys/class/infiniband ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; }; then

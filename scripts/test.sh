@@ -122,7 +122,7 @@ main() {
   log=$(mktemp)
   trap 'rm -f "$log" "$log.other"' EXIT
   bash scripts/install-deps.sh test
-  [ -d node_modules/koffi ] || npm ci --no-audit --no-fund
+  [ -d node_modules/koffi ] && [ -d node_modules/esbuild ] || npm ci --no-audit --no-fund
   npm run --silent build
   timed 'set-up (Debian packages, npm ci, build)'
 
