@@ -382,11 +382,12 @@ export const isResizable = (memory: unknown): boolean =>
   ((memory as { resizable?: unknown }).resizable === true || (memory as { growable?: unknown }).growable === true);
 
 /** Bytes to register: a resize can shrink or unmap the memory under the device, so the backing store must have a fixed length. */
+const fixedLength = (view: Uint8Array): boolean => !isResizable(view.buffer);
 export const registrableBytes = bytes.refine(
-  (view) => !isResizable(view.buffer),
+  fixedLength,
   'must not be a view of a resizable ArrayBuffer or growable SharedArrayBuffer: a resize could unmap registered memory',
 );
-instanceTests.set(registrableBytes, (value) => isHonestBytes(value) && !isResizable(value.buffer));
+instanceTests.set(registrableBytes, (value) => isHonestBytes(value) && fixedLength(value));
 
 /**
  * union ibv_gid as the API takes it: 16 raw bytes. Not strict: a union koffi
