@@ -193,6 +193,9 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
 
   #expireDue(): void {
     this.#disarmDeadlineTimer();
+    // An event may have come in time and wait unread behind a busy turn of the
+    // loop (timers run before I/O): it settles its operation, not the deadline.
+    this.#drain();
     const now = performance.now();
     let next = Infinity;
     for (const target of [...this.#targets.values()]) next = Math.min(next, target[expireWaiters](now));
