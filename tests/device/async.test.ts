@@ -8,18 +8,22 @@ import { fileURLToPath } from 'node:url';
 import {
   createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent, type MemoryRegion, type PreparedRecv, type QpAttr,
 } from '../../src/index.js';
-import { FdWatcher } from '../../src/api/core/fd-watcher.js';
+import { FdWatcher, blockUntilReadable } from '../../src/api/core/fd-watcher.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { connectPair } from '../support/pair.js';
 import { assertAbortedWith } from '../support/errors.js';
 
 const MESSAGE = 64;
 
-/** Resolves address and route, then connects; the id gets a small QP with one receive posted. */
-async function dial(channel: EventChannel, address: string, port: number, context?: unknown): Promise<CmId> {
+/**
+ * Resolves address and route and gives the id a small QP; `opened` gets the id at once, for the caller to close.
+ * The timeouts are the connection's: hundreds dialled at once share one loop with each other's QP set-up.
+ */
+async function dial(channel: EventChannel, address: string, port: number, context: unknown, opened: CmId[]): Promise<CmId> {
   const id = createId(channel, { context });
-  await id.resolveAddr({ address, port }, { timeoutMs: 5000 });
-  await id.resolveRoute({ timeoutMs: 5000 });
+  opened.push(id);
+  await id.resolveAddr({ address, port }, { timeoutMs: 60_000 });
+  await id.resolveRoute({ timeoutMs: 60_000 });
   id.createQp({ sendWr: 4, recvWr: 4, inlineData: MESSAGE });
   return id;
 }
@@ -194,56 +198,63 @@ test('one thread serves 200 concurrent RC connections, then shuts down in order'
   const serverChannel = new EventChannel();
   const clientChannel = new EventChannel();
   const listener = createId(serverChannel);
-  listener.bindAddr({ address, port });
-  listener.listen(256);
-
-  // The server: accept every request, echo one message back, +1 on each byte.
+  // Every id made here, closed at the end even when a step fails: a failure leaves nothing to the tests after it.
   const served: CmId[] = [];
-  const serving = (async () => {
-    const handlers: Promise<void>[] = [];
-    for (let i = 0; i < CLIENTS; i++) {
-      const id = await listener.nextRequest({ timeoutMs: 60_000 });
-      served.push(id);
-      handlers.push((async () => {
-        id.createQp({ sendWr: 2, recvWr: 2, inlineData: MESSAGE });
-        const inbox = id.regMsgs(Buffer.alloc(MESSAGE));
-        id.postRecv(inbox);
-        await id.accept();
-        const got = await id.queuePair.nextRecvCompletion();
-        const reply = Buffer.from(inbox.buffer.subarray(0, got.byteLen).map((b) => (b + 1) & 0xff));
-        id.postSend(reply, { inline: true });
-        await id.queuePair.nextSendCompletion();
-        // The client hangs up first; the server answers with its own disconnect.
-        await id.waitForDisconnect({ timeoutMs: 120_000 });
-        await id.disconnect();
-      })());
-    }
-    await Promise.all(handlers);
-  })();
+  const dialled: CmId[] = [];
+  let serving: Promise<void> | undefined;
+  try {
+    listener.bindAddr({ address, port });
+    listener.listen(256);
 
-  const clients = await Promise.all(Array.from({ length: CLIENTS }, async (_, index) => {
-    const id = await dial(clientChannel, address, port, index);
-    const inbox = id.regMsgs(Buffer.alloc(MESSAGE));
-    id.postRecv(inbox);
-    await id.connect(undefined, { timeoutMs: 60_000 });
-    const message = Buffer.alloc(MESSAGE, index & 0xff);
-    id.postSend(message, { inline: true });
-    await id.queuePair.nextSendCompletion();
-    await id.queuePair.nextRecvCompletion();
-    assert.ok(inbox.buffer.equals(Buffer.alloc(MESSAGE, (index + 1) & 0xff)), `client ${index} got its echo`);
-    return id;
-  }));
-  // Clean shutdown: every client hangs up, every server id answers; then close all in order.
-  await Promise.all(clients.map((id) => id.disconnect({ timeoutMs: 60_000 })));
-  await serving;
-  assert.equal(served.length, CLIENTS);
-  assert.equal(new Set(clients.map((c) => c.context)).size, CLIENTS);
+    // The server: accept every request, echo one message back, +1 on each byte.
+    serving = (async () => {
+      const handlers: Promise<void>[] = [];
+      for (let i = 0; i < CLIENTS; i++) {
+        const id = await listener.nextRequest({ timeoutMs: 60_000 });
+        served.push(id);
+        handlers.push((async () => {
+          id.createQp({ sendWr: 2, recvWr: 2, inlineData: MESSAGE });
+          const inbox = id.regMsgs(Buffer.alloc(MESSAGE));
+          id.postRecv(inbox);
+          await id.accept();
+          const got = await id.queuePair.nextRecvCompletion();
+          const reply = Buffer.from(inbox.buffer.subarray(0, got.byteLen).map((b) => (b + 1) & 0xff));
+          id.postSend(reply, { inline: true });
+          await id.queuePair.nextSendCompletion();
+          // The client hangs up first; the server answers with its own disconnect.
+          await id.waitForDisconnect({ timeoutMs: 120_000 });
+          await id.disconnect();
+        })());
+      }
+      await Promise.all(handlers);
+    })();
 
-  assert.ok([...clients, ...served].every((id) => id.disconnected));
-  for (const id of [...clients, ...served]) id.close();
-  listener.close();
-  clientChannel.close();
-  serverChannel.close();
+    const clients = await Promise.all(Array.from({ length: CLIENTS }, async (_, index) => {
+      const id = await dial(clientChannel, address, port, index, dialled);
+      const inbox = id.regMsgs(Buffer.alloc(MESSAGE));
+      id.postRecv(inbox);
+      await id.connect(undefined, { timeoutMs: 60_000 });
+      const message = Buffer.alloc(MESSAGE, index & 0xff);
+      id.postSend(message, { inline: true });
+      await id.queuePair.nextSendCompletion();
+      await id.queuePair.nextRecvCompletion();
+      assert.ok(inbox.buffer.equals(Buffer.alloc(MESSAGE, (index + 1) & 0xff)), `client ${index} got its echo`);
+      return id;
+    }));
+    // Clean shutdown: every client hangs up, every server id answers; then close all in order.
+    await Promise.all(clients.map((id) => id.disconnect({ timeoutMs: 60_000 })));
+    await serving;
+    assert.equal(served.length, CLIENTS);
+    assert.equal(new Set(clients.map((c) => c.context)).size, CLIENTS);
+    assert.ok([...clients, ...served].every((id) => id.disconnected));
+  } finally {
+    for (const id of [...dialled, ...served]) id.close();
+    listener.close();
+    clientChannel.close();
+    serverChannel.close();
+    // After a failure the server's handlers end on their closed ids; the failure reported is the first one.
+    await serving?.catch(() => undefined);
+  }
   assert.equal(FdWatcher.open, 0, 'every fd watcher is closed');
 });
 
@@ -291,6 +302,21 @@ test('waits with their own timeouts on one channel each end at theirs (ETIMEDOUT
   assert.ok(sooner.ms < later.ms, 'the shorter timeout ended first');
   assertAbortedWith(aborted.error, reason); // the untimed wait lasted until its abort
   assert.ok(aborted.ms >= 2000);
+});
+
+test('an event unread when its deadline passes, the loop busy meanwhile, settles its wait: it is not ETIMEDOUT', { timeout: 60_000 }, async () => {
+  using channel = new EventChannel();
+  using id = createId(channel);
+  // From here in the loop's check phase, its next turn runs due timers before it polls for I/O.
+  await new Promise((resolve) => setImmediate(resolve));
+  // librdmacm's own timeout is 20 ms; the wait's deadline is a second after it (the C timeout reports first).
+  const issued = performance.now();
+  const resolving = id.resolveAddr({ address: deviceAddress(), port: freshPort() }, { timeoutMs: 20 });
+  // Busy until ADDR_RESOLVED is there and the deadline has passed: then the deadline's timer runs before the fd's callback.
+  assert.ok(blockUntilReadable(channel.fd, 10_000), 'ADDR_RESOLVED came');
+  while (performance.now() - issued < 1100);
+  await resolving;
+  await id.resolveRoute({ timeoutMs: 10_000 }); // the address is resolved: the route's step follows it
 });
 
 test('a peer disconnects and the survivor gets DISCONNECTED', { timeout: 60_000 }, async () => {
