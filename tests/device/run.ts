@@ -6,8 +6,9 @@
 import { after } from 'node:test';
 import { hasDevice, testDevice } from '../support/device.js';
 import { startHangWatchdog } from '../support/hang-watchdog.js';
+import { describeFailures, recordFailures } from '../support/failures.js';
 
-const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-ipv6', 'net-destinations', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
+const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'event-loop-ping-pong', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-ipv6', 'net-destinations', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');
@@ -41,6 +42,7 @@ const holdLoop = setInterval(() => undefined, 60_000);
 // any synchronous spawn here waits (120 s), is named and ends the run, well
 // before the harness's limit. RDMACM_HANG_S raises the first (a soak's load runs for an hour).
 startHangWatchdog({ testMs: Number(process.env.RDMACM_HANG_S ?? 600) * 1000, blockedMs: 200_000 });
+recordFailures();
 
 // A filter says what it left out (scripts/test.sh repeats the line under its
 // closing count), and a name that is not a file is an error, not an empty run.
@@ -75,6 +77,9 @@ after(async () => {
   setTimeout(() => {
     const busy = process.getActiveResourcesInfo().filter((kind) => kind !== 'TTYWrap' && kind !== 'PipeWrap');
     console.error(`device tier: the event loop is still busy 5 s after the tests (${busy.join(', ') || 'a native handle'}): a resource leaked`);
+    // Ending now loses the reporter's closing list of failures (and its counts).
+    const failed = describeFailures();
+    if (failed) console.error(`device tier: the tests that failed:\n${failed}`);
     process.exit(1);
   }, 5000).unref();
 });

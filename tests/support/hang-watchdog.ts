@@ -9,6 +9,7 @@
 // each test's start and end (node:test's root-level hooks run for every test).
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach } from 'node:test';
+import { failureOf, testNameOf } from './failures.js';
 
 export interface HangLimits {
   /** A test running longer than this (above any test's own timeout) is a hang. */
@@ -24,13 +25,19 @@ const { parentPort, workerData } = require('node:worker_threads');
 const { readFileSync, writeSync } = require('node:fs');
 const { testMs, blockedMs, beat, since } = workerData;
 const running = new Map();
-parentPort.on('message', (m) => m.started ? running.set(m.started, Date.now()) : running.delete(m.finished));
+const failures = [];
+parentPort.on('message', (m) => {
+  if (m.started) return running.set(m.started, Date.now());
+  running.delete(m.finished);
+  if (m.failure) failures.push('  ✖ "' + m.finished + '": ' + m.failure);
+});
 const read = (file) => { try { return readFileSync(file, 'utf8').trim().replace(/\\n/g, ' | '); } catch (e) { return '(' + e.code + ')'; } };
 const names = () => [...running.entries()].map(([name, at]) => '"' + name + '" (' + Math.round((Date.now() - at) / 1000) + ' s)').join('; ') || 'no test';
 const stop = (why) => {
   const task = '/proc/' + process.pid + '/task/' + process.pid;
   writeSync(2, 'hang watchdog: ' + why + '; running: ' + names() + '\\n' +
     'hang watchdog: main thread: wchan ' + read(task + '/wchan') + ', syscall ' + read(task + '/syscall') + ', kernel stack ' + read(task + '/stack') + '\\n' +
+    (failures.length > 0 ? 'hang watchdog: the tests that failed before:\\n' + failures.join('\\n') + '\\n' : '') +
     'hang watchdog: ending the run\\n');
   process.kill(process.pid, 'SIGKILL');
 };
@@ -52,8 +59,6 @@ export function startHangWatchdog(limits: HangLimits): void {
   setInterval(tick, 1000).unref();
   const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { ...limits, beat, since } });
   worker.unref();
-  // Subtests often share their parents' names; the full path (Node 20.16 and later) tells them apart.
-  const nameOf = (t: { name: string }) => (t as { fullName?: string }).fullName ?? t.name;
-  beforeEach((t) => worker.postMessage({ started: nameOf(t) }));
-  afterEach((t) => worker.postMessage({ finished: nameOf(t) }));
+  beforeEach((t) => worker.postMessage({ started: testNameOf(t) }));
+  afterEach((t) => worker.postMessage({ finished: testNameOf(t), failure: failureOf(t) }));
 }
