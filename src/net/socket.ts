@@ -21,6 +21,7 @@ import { ChannelHold } from './shared-channel.js';
 import { connectInTurn } from './connect-attempts.js';
 import { blockedError, lookupDestinations, type Destination } from './destinations.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
+import { Fifo } from './fifo.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError, connectFailure, rethrow } from './errors.js';
 import {
@@ -163,7 +164,7 @@ export class RdmaSocket extends Duplex {
   #onread: ResolvedOnread | undefined;
   #pendingWrite: PendingWrite | undefined;
   #pendingFinal: ((error?: Error | null) => void) | undefined;
-  readonly #pendingDirect: PendingDirect[] = [];
+  readonly #pendingDirect = new Fifo<PendingDirect>();
   #reset = false;
   #keepProcessAlive = true;
   #keepaliveMs: number | undefined;
@@ -618,7 +619,7 @@ export class RdmaSocket extends Duplex {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
     clearTimeout(this.#idleTimer);
     const closed = error ?? new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket was destroyed');
-    for (const pending of this.#pendingDirect.splice(0)) pending.reject(closed);
+    for (const pending of this.#pendingDirect.takeAll()) pending.reject(closed);
     // A write or an end still waiting for room or for the connection is answered now: nothing else would answer it.
     const write = this.#pendingWrite;
     const final = this.#pendingFinal;
@@ -713,7 +714,7 @@ export class RdmaSocket extends Duplex {
   #continueDirect(): void {
     const conn = this.#conn;
     while (conn && this.#pendingDirect.length > 0) {
-      const pending = this.#pendingDirect[0]!;
+      const pending = this.#pendingDirect.peek()!;
       const taken = conn.writable ? conn.writeDirect(pending.data, pending.offset, pending.remoteOffset + pending.offset) : -2;
       if (taken < 0) {
         this.#pendingDirect.shift();

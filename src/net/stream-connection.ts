@@ -29,6 +29,7 @@ import {
 } from './wire.js';
 import type { ResolvedSizes } from './options.js';
 import { CompletionChannelHold } from './shared-channel.js';
+import { Fifo } from './fifo.js';
 
 /** What the connection tells its socket. */
 export interface StreamEvents {
@@ -116,7 +117,7 @@ export class StreamConnection implements CompletionListener {
   readonly #iomapQueue: RemoteMapping[] = [];
   #iomapInFlight = 0;
   #nextIomapSlot = 0;
-  readonly #direct: DirectSegment[] = [];
+  readonly #direct = new Fifo<DirectSegment>();
 
   // Sending.
   #sendQueueFree: number;
@@ -568,7 +569,7 @@ export class StreamConnection implements CompletionListener {
         this.#iomapQueue.shift();
         continue;
       }
-      const direct = this.#direct[0];
+      const direct = this.#direct.peek();
       if (direct && direct.at === this.#posted) {
         if (!this.#postDirect(direct)) return;
         continue;
@@ -828,7 +829,7 @@ export class StreamConnection implements CompletionListener {
     if (this.#started && !this.#failed && this.#localEnd !== 'disconnect' && this.#peerEnd !== 'disconnect') {
       this.#endQueued = 'disconnect';
       this.#posted = this.#staged; // unsent bytes are dropped, as a closed socket's are
-      this.#direct.length = 0;
+      this.#direct.clear();
       const sent = new Promise<void>((resolve) => {
         this.#endSent = resolve;
       });

@@ -1,0 +1,38 @@
+// The net layer's queue (src/net/fifo.ts): first in, first out across its
+// compactions, with peek, takeAll and clear. (What it saves over Array#shift
+// is measured in the guest: docs/performance-notes.md.)
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Fifo } from '../../src/net/fifo.js';
+
+test('items come out in the order they went in, across compactions and refills', () => {
+  const queue = new Fifo<number>();
+  assert.equal(queue.shift(), undefined);
+  assert.equal(queue.peek(), undefined);
+  let next = 0;
+  let expected = 0;
+  // Interleaved: 3000 in, 2500 out, 3000 in, everything out; the head passes 1024 and half the array on the way.
+  for (const [push, take] of [[3000, 2500], [3000, 3500]] as const) {
+    for (let i = 0; i < push; i++) queue.push(next++);
+    for (let i = 0; i < take; i++) {
+      assert.equal(queue.peek(), expected);
+      assert.equal(queue.shift(), expected++);
+      assert.equal(queue.length, next - expected);
+    }
+  }
+  assert.equal(queue.length, 0);
+  assert.equal(queue.shift(), undefined);
+});
+
+test('takeAll empties the queue, oldest first; clear drops everything', () => {
+  const queue = new Fifo<string>();
+  for (const item of ['a', 'b', 'c', 'd']) queue.push(item);
+  assert.equal(queue.shift(), 'a');
+  assert.deepEqual(queue.takeAll(), ['b', 'c', 'd']);
+  assert.equal(queue.length, 0);
+  queue.push('e');
+  queue.clear();
+  assert.equal(queue.length, 0);
+  queue.push('f');
+  assert.equal(queue.shift(), 'f');
+});
