@@ -1,18 +1,18 @@
-// The net layer's queue (src/net/fifo.ts): first in, first out across its
-// compactions, with peek, takeAll and clear. (What it saves over Array#shift
+// The net layer's queue (src/net/fifo.ts): first in, first out as its ring
+// wraps and grows, with peek, takeAll and clear. (What it saves over Array#shift
 // is measured in the guest: docs/performance-notes.md.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Fifo } from '../../src/net/fifo.js';
 
-test('items come out in the order they went in, across compactions and refills', () => {
+test('items come out in the order they went in, as the ring wraps and grows', () => {
   const queue = new Fifo<number>();
   assert.equal(queue.shift(), undefined);
   assert.equal(queue.peek(), undefined);
   let next = 0;
   let expected = 0;
-  // Interleaved: 3000 in, 2500 out, 3000 in, everything out; the head passes 1024 and half the array on the way.
-  for (const [push, take] of [[3000, 2500], [3000, 3500]] as const) {
+  // Interleaved, so the ring wraps before it grows and grows while wrapped: 5 in 3 out, …, then everything out.
+  for (const [push, take] of [[5, 3], [20, 10], [3000, 2500], [3000, 3512]] as const) {
     for (let i = 0; i < push; i++) queue.push(next++);
     for (let i = 0; i < take; i++) {
       assert.equal(queue.peek(), expected);
