@@ -7,7 +7,7 @@ import { afterEach } from 'node:test';
 const failures: string[] = [];
 
 /** A test's error in a few lines: node:test wraps what the test threw as `cause`. */
-export function describeTestError(error: unknown): string {
+function describeTestError(error: unknown): string {
   const thrown = (error as { cause?: unknown } | undefined)?.cause ?? error;
   const text = thrown instanceof Error ? `${thrown.name}: ${thrown.message}` : String(thrown);
   return text.split('\n').slice(0, 6).join(' | ');
@@ -16,21 +16,21 @@ export function describeTestError(error: unknown): string {
 /** The test's full path where Node gives it (20.16 and later): subtests often share their parents' names. */
 export const testNameOf = (t: { name: string }): string => (t as { fullName?: string }).fullName ?? t.name;
 
-/** In an afterEach hook: the test's error in a few lines if it failed (Node 20.12 and later say; @types/node does not yet). */
-export function failureOf(t: object): string | undefined {
+/** In an afterEach hook: the test's line for a list of failures (`  ✖ "name": error`) if it failed, else undefined (Node 20.12 and later say; @types/node does not yet). */
+export function failureLine(t: { name: string }): string | undefined {
   const outcome = t as { passed?: boolean; error?: unknown };
-  return outcome.passed === false ? describeTestError(outcome.error) : undefined;
+  return outcome.passed === false ? `  ✖ "${testNameOf(t)}": ${describeTestError(outcome.error)}` : undefined;
 }
 
-/** Keeps every failing test's name and error from now on (a root-level hook: it runs after each test). */
+/** Keeps every failing test's line from now on (a root-level hook: it runs after each test). */
 export function recordFailures(): void {
   afterEach((t) => {
-    const failure = failureOf(t);
-    if (failure !== undefined) failures.push(`"${testNameOf(t)}": ${failure}`);
+    const line = failureLine(t);
+    if (line !== undefined) failures.push(line);
   });
 }
 
 /** The failures recorded so far, one per line, or undefined when there are none. */
 export function describeFailures(): string | undefined {
-  return failures.length === 0 ? undefined : failures.map((failure) => `  ✖ ${failure}`).join('\n');
+  return failures.length === 0 ? undefined : failures.join('\n');
 }

@@ -9,7 +9,7 @@
 // each test's start and end (node:test's root-level hooks run for every test).
 import { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach } from 'node:test';
-import { failureOf, testNameOf } from './failures.js';
+import { failureLine, testNameOf } from './failures.js';
 
 export interface HangLimits {
   /** A test running longer than this (above any test's own timeout) is a hang. */
@@ -29,7 +29,7 @@ const failures = [];
 parentPort.on('message', (m) => {
   if (m.started) return running.set(m.started, Date.now());
   running.delete(m.finished);
-  if (m.failure) failures.push('  ✖ "' + m.finished + '": ' + m.failure);
+  if (m.failure) failures.push(m.failure);
 });
 const read = (file) => { try { return readFileSync(file, 'utf8').trim().replace(/\\n/g, ' | '); } catch (e) { return '(' + e.code + ')'; } };
 const names = () => [...running.entries()].map(([name, at]) => '"' + name + '" (' + Math.round((Date.now() - at) / 1000) + ' s)').join('; ') || 'no test';
@@ -60,5 +60,5 @@ export function startHangWatchdog(limits: HangLimits): void {
   const worker = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { ...limits, beat, since } });
   worker.unref();
   beforeEach((t) => worker.postMessage({ started: testNameOf(t) }));
-  afterEach((t) => worker.postMessage({ finished: testNameOf(t), failure: failureOf(t) }));
+  afterEach((t) => worker.postMessage({ finished: testNameOf(t), failure: failureLine(t) }));
 }
