@@ -21,7 +21,7 @@ import { ChannelHold } from './shared-channel.js';
 import { connectInTurn } from './connect-attempts.js';
 import { blockedError, lookupDestinations, type Destination } from './destinations.js';
 import { StreamConnection, type StreamEvents } from './stream-connection.js';
-import { Fifo } from './fifo.js';
+import { RingQueue } from './ring-queue.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError, connectFailure, rethrow } from './errors.js';
 import {
@@ -164,7 +164,7 @@ export class RdmaSocket extends Duplex {
   #onread: ResolvedOnread | undefined;
   #pendingWrite: PendingWrite | undefined;
   #pendingFinal: ((error?: Error | null) => void) | undefined;
-  readonly #pendingDirect = new Fifo<PendingDirect>();
+  readonly #pendingDirect = new RingQueue<PendingDirect>();
   #reset = false;
   #keepProcessAlive = true;
   #keepaliveMs: number | undefined;

@@ -29,7 +29,7 @@ import {
 } from './wire.js';
 import type { ResolvedSizes } from './options.js';
 import { CompletionChannelHold } from './shared-channel.js';
-import { Fifo } from './fifo.js';
+import { RingQueue } from './ring-queue.js';
 
 /** What the connection tells its socket. */
 export interface StreamEvents {
@@ -117,7 +117,7 @@ export class StreamConnection implements CompletionListener {
   readonly #iomapQueue: RemoteMapping[] = [];
   #iomapInFlight = 0;
   #nextIomapSlot = 0;
-  readonly #direct = new Fifo<DirectSegment>();
+  readonly #direct = new RingQueue<DirectSegment>();
 
   // Sending.
   #sendQueueFree: number;

@@ -1,12 +1,12 @@
-// The net layer's queue (src/net/fifo.ts): first in, first out as its ring
+// The net layer's queue (src/net/ring-queue.ts): first in, first out as its ring
 // wraps and grows, with peek, takeAll and clear. (What it saves over Array#shift
 // is measured in the guest: docs/performance-notes.md.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Fifo } from '../../src/net/fifo.js';
+import { RingQueue } from '../../src/net/ring-queue.js';
 
 test('items come out in the order they went in, as the ring wraps and grows', () => {
-  const queue = new Fifo<number>();
+  const queue = new RingQueue<number>();
   assert.equal(queue.shift(), undefined);
   assert.equal(queue.peek(), undefined);
   let next = 0;
@@ -25,7 +25,7 @@ test('items come out in the order they went in, as the ring wraps and grows', ()
 });
 
 test('takeAll empties the queue, oldest first; clear drops everything', () => {
-  const queue = new Fifo<string>();
+  const queue = new RingQueue<string>();
   for (const item of ['a', 'b', 'c', 'd']) queue.push(item);
   assert.equal(queue.shift(), 'a');
   assert.deepEqual(queue.takeAll(), ['b', 'c', 'd']);

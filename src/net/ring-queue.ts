@@ -4,7 +4,7 @@
 // quarter of its process's time there. Pushing and taking allocate nothing
 // once the ring is as large as the queue has been.
 
-export class Fifo<T> {
+export class RingQueue<T> {
   #ring: (T | undefined)[] = new Array<T | undefined>(16).fill(undefined);
   #head = 0;
   #count = 0;
