@@ -565,7 +565,17 @@ export class RdmaSocket extends Duplex {
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
     if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
-    this.#queueWrite([chunk], callback);
+    // Most writes fit the staging ring at once: they complete here, with no record of a pending write made.
+    const conn = this.#conn;
+    let taken = 0;
+    if (conn && !this.#connecting && conn.writable) {
+      taken = conn.write(chunk, 0);
+      if (taken === chunk.byteLength) {
+        this.#refreshIdle();
+        return callback();
+      }
+    }
+    this.#queueWrite([chunk], callback, taken);
   }
 
   override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
@@ -573,10 +583,11 @@ export class RdmaSocket extends Duplex {
     this.#queueWrite(chunks.map((c) => c.chunk), callback);
   }
 
-  #queueWrite(chunks: readonly Uint8Array[], callback: (error?: Error | null) => void): void {
+  /** Queues `chunks` to be written, the first `taken` bytes of the first already in the staging ring. */
+  #queueWrite(chunks: readonly Uint8Array[], callback: (error?: Error | null) => void, taken = 0): void {
     // As node:net: a socket neither connecting nor connected has nowhere to write to (it would wait for ever).
     if (!this.#conn && !this.#connecting) return callback(new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'write: the socket is not connected'));
-    this.#pendingWrite = { chunks, index: 0, offset: 0, callback };
+    this.#pendingWrite = { chunks, index: 0, offset: taken, callback };
     this.#continueWrite();
   }
 

@@ -551,7 +551,9 @@ export class StreamConnection implements CompletionListener {
     const at = this.#staged % this.#sendBytes;
     const first = Math.min(length, this.#sendBytes - at);
     const staging = this.#staging.buffer;
-    staging.set(data.subarray(offset, offset + first), at);
+    // A whole chunk is copied as it is: a subarray view would be an allocation per write.
+    if (offset === 0 && first === data.byteLength) staging.set(data, at);
+    else staging.set(data.subarray(offset, offset + first), at);
     if (first < length) staging.set(data.subarray(offset + first, offset + length), 0);
     this.#staged += length;
   }
