@@ -76,6 +76,8 @@ export class FdWatcher {
   #closed = false;
   /** Interest was lost this turn: stop watching at its end unless it returns. */
   #stopDue = false;
+  /** The end-of-turn check of #stopDue is queued: one per turn, however often interest comes and goes. */
+  #stopCheckQueued = false;
 
   /**
    * `onReadable` runs every time the fd is readable while setInterest(true)
@@ -106,6 +108,8 @@ export class FdWatcher {
       stopWatchesOnExit();
     } else if (!this.#stopDue && started.has(this)) {
       this.#stopDue = true;
+      if (this.#stopCheckQueued) return;
+      this.#stopCheckQueued = true;
       setImmediate(this.#stopIfDue);
     }
   }
@@ -127,6 +131,7 @@ export class FdWatcher {
   }) as unknown as (events: koffiNode.PollEvents) => void;
 
   readonly #stopIfDue = (): void => {
+    this.#stopCheckQueued = false;
     if (!this.#stopDue) return;
     this.#stopDue = false;
     started.delete(this);

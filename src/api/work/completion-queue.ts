@@ -106,23 +106,30 @@ let inWakeWindow = false;
 const endWakeWindow = (): void => {
   inWakeWindow = false;
 };
-function beginWakeWindow(): void {
+function beginWakeWindow(now: number): void {
   if (inWakeWindow) return;
   inWakeWindow = true;
-  wakeWindowStart = performance.now();
+  wakeWindowStart = now;
   setImmediate(endWakeWindow);
 }
 
-/** Opens this turn's time slice unless one is open: every queue served until the loop turns counts against it. */
-function beginTurn(): void {
+/** Opens this turn's time slice at `now` unless one is open: every queue served until the loop turns counts against it. */
+function beginTurn(now: number): void {
   if (inTurn) return;
   inTurn = true;
-  turnStart = performance.now();
+  turnStart = now;
   setImmediate(endTurn);
 }
 
 /** This thread's queues with a poll scheduled (see #schedulePoll). */
 let scheduledPolls = 0;
+
+/**
+ * A spin's polls are reactions to this settled promise: a reaction job is a
+ * microtask as queueMicrotask's, without the AsyncResource, the bound function
+ * and the async scope that Node wraps each queueMicrotask callback in.
+ */
+const settled = Promise.resolve();
 
 interface Waiter {
   resolve(completion: WorkCompletion): void;
@@ -198,7 +205,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
     this.#mode = mode;
-    if (this.#listener && !this.#pollScheduled && !this.closed) this.#schedulePoll();
+    if (this.#listener && !this.#pollScheduled && !this.closed) this.#schedulePoll(false, performance.now());
     else if (mode === 'busy-poll' && this.#waiters.length > 0 && !this.#spinning) void this.#spin();
   }
 
@@ -407,7 +414,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       }
     } finally {
       // The event it took may be the one a pending next() watched for: serve those again, which re-arms.
-      if (this.#waiters.length > 0 && this.#mode !== 'busy-poll' && !this.#armed && !this.#pollScheduled && !this.closed) this.#serve();
+      if (this.#waiters.length > 0 && this.#mode !== 'busy-poll' && !this.#armed && !this.#pollScheduled && !this.closed) this.#serve(performance.now());
     }
   }
 
@@ -435,8 +442,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const watcher = this.#eventWatcher();
     watcher.setRef(options.keepAlive !== false);
     watcher.setInterest(true);
-    beginTurn();
-    this.#serveListener();
+    const now = performance.now();
+    beginTurn(now);
+    this.#serveListener(now);
   }
 
   /** A sleeping listener keeps the process alive again (as a Node handle's ref()). */
@@ -455,25 +463,27 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * Drains into the listener. Then busy-poll goes on draining until its time
    * slice is spent, adaptive polls again soon (#schedulePoll) while within
    * its spin budget, and otherwise the queue is armed and drained once more: a
-   * completion after the arming raises an event.
+   * completion after the arming raises an event. `now`: the clock read that
+   * began this round, read again only after the listener took completions.
    */
-  #serveListener(): void {
+  #serveListener(now: number): void {
     const listener = this.#listener!;
     try {
       let taken = 0;
       for (let count; (count = listener.onCompletions()) > 0; taken += count) {
         if (this.#listener !== listener) return;
-        if (this.#sliceSpent()) return this.#schedulePoll();
+        now = performance.now();
+        if (this.#sliceSpent(now)) return this.#schedulePoll(false, now);
       }
       if (this.#mode === 'busy-poll') {
-        while (!this.#sliceSpent()) {
+        while (!this.#sliceSpent((now = performance.now()))) {
           listener.onCompletions();
           if (this.#listener !== listener) return;
         }
-        return this.#schedulePoll();
+        return this.#schedulePoll(false, now);
       }
       if (this.#armed || this.closed) return;
-      if (this.#spinsOn(taken > 0)) return this.#schedulePoll(true);
+      if (this.#spinsOn(taken > 0, now)) return this.#schedulePoll(true, now);
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
     } catch (error) {
@@ -496,12 +506,13 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // Adaptive: a wait polls for the budget before it sleeps, as rsockets
         // spins at the start of each blocking wait, whoever took the last
         // completions (poll() in a drain-then-wait loop leaves no trace here).
-        if (this.#mode === 'adaptive') this.#startSpin(performance.now());
+        const now = performance.now();
+        if (this.#mode === 'adaptive') this.#startSpin(now);
         // A chain of waits that each find a completion at once never returns
         // to the loop: its first wait of a turn starts the slice that bounds it.
-        if (!inTurn) beginTurn();
-        else if (this.#sliceSpent()) return this.#schedulePoll();
-        this.#serve();
+        if (!inTurn) beginTurn(now);
+        else if (this.#sliceSpent(now)) return this.#schedulePoll(false, now);
+        this.#serve(now);
       }
     });
   }
@@ -527,9 +538,12 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * Adaptive and events modes: delivers what the queue holds to its waiters;
    * while some still wait, polls again soon (adaptive, within its spin
    * budget: #schedulePoll) or arms the CQ and lets the channel's watch call
-   * back. Synchronous, so a wake-up costs no promise of its own.
+   * back. Synchronous, so a wake-up costs no promise of its own. `now`: the
+   * clock read that began this round; a poll costs less than the budget's
+   * grain, so one read serves the whole round (each read cost 0.65-3.4 µs in
+   * the soft-RoCE guest).
    */
-  #serve(): void {
+  #serve(now: number): void {
     try {
       let taken = 0;
       let learned = false;
@@ -544,13 +558,13 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // The wait these completions ended teaches the budget once, however often this loop comes here.
         const tookSome: boolean = taken > 0 && !learned;
         learned ||= tookSome;
-        if (this.#spinsOn(tookSome)) {
-          this.#schedulePoll(true);
+        if (this.#spinsOn(tookSome, now)) {
+          this.#schedulePoll(true, now);
           break;
         }
         this.#armNotify();
       }
-      if (taken > 0 && !learned && this.#waiters.length === 0) this.#spinsOn(true);
+      if (taken > 0 && !learned && this.#waiters.length === 0) this.#spinsOn(true, now);
       if (this.#waiters.length > 0) this.#eventWatcher().setInterest(true);
       else this.#channelWatcher?.setInterest(false);
     } catch (error) {
@@ -580,30 +594,31 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     // Many queues' wake-ups come in one poll phase. Past a slice of them the
     // event stays on the channel: libuv watches it level-triggered and calls
     // again next turn, after the timers; until then it costs a callback, not a read.
-    beginWakeWindow();
-    if (performance.now() - wakeWindowStart >= this.#timeSliceMs) return;
+    const now = performance.now();
+    beginWakeWindow(now);
+    if (now - wakeWindowStart >= this.#timeSliceMs) return;
     try {
       this.#takeChannelEvent();
     } catch (error) {
       return this.#channelFailed(error);
     }
-    this.#eventServed();
+    this.#eventServed(now);
   }
 
   /** A shared channel took an event of this queue (see CompletionChannel). */
   #sharedEvent(): void {
     this.#eventTaken();
-    this.#eventServed();
+    this.#eventServed(performance.now());
   }
 
-  /** After an event: serve whoever waits, in this turn's time slice. */
-  #eventServed(): void {
+  /** After an event (taken at `now`): serve whoever waits, in this turn's time slice. */
+  #eventServed(now: number): void {
     if (this.closed) return;
-    beginTurn();
+    beginTurn(now);
     // Many queues' wake-ups can come in one turn: past the slice, the rest wait for the check phase (or the next turn).
-    if (this.#sliceSpent()) return this.#schedulePoll();
-    if (this.#listener) this.#serveListener();
-    else this.#serve();
+    if (this.#sliceSpent(now)) return this.#schedulePoll(false, now);
+    if (this.#listener) this.#serveListener(now);
+    else this.#serve(now);
   }
 
   /** The channel can deliver no more: the listener and every wait end with `error`. */
@@ -617,11 +632,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /**
    * Whether to poll again soon rather than sleep (adaptive mode, within the
    * spin budget). `tookSome`: completions were just taken, so the wait they
-   * ended teaches the budget, and the spin starts again from now.
+   * ended teaches the budget, and the spin starts again from `now`.
    */
-  #spinsOn(tookSome: boolean): boolean {
+  #spinsOn(tookSome: boolean, now: number): boolean {
     if (this.#mode !== 'adaptive') return false;
-    const now = performance.now();
     if (tookSome) {
       const waited = now - this.#spinFrom;
       if (waited < Infinity) {
@@ -641,8 +655,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   /** Whether this thread's queues have served completions for a whole time slice since the event loop last had a turn. */
-  #sliceSpent(): boolean {
-    return performance.now() - turnStart >= this.#timeSliceMs;
+  #sliceSpent(now: number): boolean {
+    return now - turnStart >= this.#timeSliceMs;
   }
 
   /**
@@ -655,12 +669,12 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * 40-90 µs in the soft-RoCE guest, more than the wait it was spinning for
    * (docs/performance-notes.md).
    */
-  #schedulePoll(soon = false): void {
+  #schedulePoll(soon: boolean, now: number): void {
     if (this.#pollScheduled) return;
-    const inMicrotask = soon && scheduledPolls === 0 && !this.#sliceSpent();
+    const inMicrotask = soon && scheduledPolls === 0 && !this.#sliceSpent(now);
     this.#pollScheduled = true;
     scheduledPolls++;
-    if (inMicrotask) queueMicrotask(this.#scheduledPoll);
+    if (inMicrotask) void settled.then(this.#scheduledPoll);
     else setImmediate(this.#scheduledPoll);
   }
 
@@ -668,13 +682,14 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#pollScheduled = false;
     scheduledPolls--;
     if (this.closed) return;
-    beginTurn();
+    const now = performance.now();
+    beginTurn(now);
     // Queues scheduled in one check phase take turns: past the slice, the rest go round again next turn.
-    if (this.#sliceSpent()) return this.#schedulePoll();
-    if (this.#listener) this.#serveListener();
+    if (this.#sliceSpent(now)) return this.#schedulePoll(false, now);
+    if (this.#listener) this.#serveListener(now);
     else if (this.#mode === 'busy-poll') {
       if (!this.#spinning && this.#waiters.length > 0) void this.#spin();
-    } else if (this.#waiters.length > 0) this.#serve();
+    } else if (this.#waiters.length > 0) this.#serve(now);
   }
 
   /**
@@ -685,10 +700,10 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     this.#spinning = true;
     try {
       while (this.#waiters.length > 0 && !this.closed) {
-        if (this.#mode !== 'busy-poll') return this.#serve();
-        if (this.#sliceSpent()) {
+        if (this.#mode !== 'busy-poll') return this.#serve(performance.now());
+        if (this.#sliceSpent(performance.now())) {
           await new Promise<void>((resolve) => setImmediate(resolve));
-          beginTurn();
+          beginTurn(performance.now());
           continue;
         }
         const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
