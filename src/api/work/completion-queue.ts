@@ -529,12 +529,20 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /**
    * Adaptive and events modes: delivers what the queue holds to its waiters;
-   * while some still wait, polls again soon (adaptive, within its spin
-   * budget: #schedulePoll) or arms the CQ and lets the channel's watch call
-   * back. Synchronous, so a wake-up costs no promise of its own. `now`: the
-   * clock read that began this round; a poll costs less than the budget's
-   * grain, so one read serves the whole round (each read cost 0.65-3.4 µs in
-   * the soft-RoCE guest).
+   * while some still wait, polls on (adaptive, within its spin budget) or
+   * arms the CQ and lets the channel's watch call back. Synchronous, so a
+   * wake-up costs no promise of its own. `now`: the clock read that began
+   * this round, read again after each empty poll of the spin (in the
+   * soft-RoCE guest a read cost 0.65-3.4 µs, an empty poll 1.5-2.1).
+   *
+   * The spin polls in a row, as busy-poll's does: the waiter's code is
+   * parked on the wait, and other code queued in the thread waits behind
+   * the spin until its budget or the slice ends. Past the slice, or while
+   * another queue of the thread has a poll scheduled, it goes on a turn of
+   * the loop later (#schedulePoll), so queues take turns and timers run.
+   * With a microtask per poll, the receiving side of a 64 B stream read
+   * about a fifth fewer messages a second in the soft-RoCE guest
+   * (docs/performance-notes.md).
    */
   #serve(now: number): void {
     try {
@@ -552,7 +560,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         const tookSome: boolean = taken > 0 && !learned;
         learned ||= tookSome;
         if (this.#spinsOn(tookSome, now)) {
-          this.#schedulePoll(true, now);
+          now = performance.now();
+          if (scheduledPolls === 0 && !this.#sliceSpent(now)) continue;
+          this.#schedulePoll(false, now);
           break;
         }
         this.#armNotify();
@@ -654,9 +664,9 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /**
    * Polls again in the loop's check phase (the next turn's, when called
-   * there), after timers and I/O. `soon` (adaptive mode's spin): in a
-   * microtask instead, so the code that began the wait or took the
-   * completions runs first (its microtasks are queued before this one), while
+   * there), after timers and I/O. `soon` (adaptive mode's spin after a
+   * listener took completions): in a microtask instead, so the code that
+   * took them runs first (its microtasks are queued before this one), while
    * this queue is the thread's only one polling and the time slice lasts;
    * else next turn, so many queues take turns. A turn of the loop took
    * 40-90 µs in the soft-RoCE guest, more than the wait it was spinning for
