@@ -541,8 +541,8 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * another queue of the thread has a poll scheduled, it goes on a turn of
    * the loop later (#schedulePoll), so queues take turns and timers run.
    * With a microtask per poll, the receiving side of a 64 B stream read
-   * about a fifth fewer messages a second in the soft-RoCE guest
-   * (docs/performance-notes.md).
+   * 10-16 % fewer messages a second in the soft-RoCE guest (two sets'
+   * medians, docs/performance-notes.md).
    */
   #serve(now: number): void {
     try {
