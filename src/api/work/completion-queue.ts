@@ -561,7 +561,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         learned ||= tookSome;
         if (this.#spinsOn(tookSome, now)) {
           now = performance.now();
-          if (scheduledPolls === 0 && !this.#sliceSpent(now)) continue;
+          if (this.#pollsAlone(now)) continue;
           this.#schedulePoll(false, now);
           break;
         }
@@ -662,6 +662,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     return now - turnStart >= this.#timeSliceMs;
   }
 
+  /** Whether this queue, with no poll of its own scheduled, may poll on now: no other queue of the thread has one scheduled and the slice lasts. */
+  #pollsAlone(now: number): boolean {
+    return scheduledPolls === 0 && !this.#sliceSpent(now);
+  }
+
   /**
    * Polls again in the loop's check phase (the next turn's, when called
    * there), after timers and I/O. `soon` (adaptive mode's spin after a
@@ -674,7 +679,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    */
   #schedulePoll(soon: boolean, now: number): void {
     if (this.#pollScheduled) return;
-    const inMicrotask = soon && scheduledPolls === 0 && !this.#sliceSpent(now);
+    const inMicrotask = soon && this.#pollsAlone(now);
     this.#pollScheduled = true;
     scheduledPolls++;
     // queueMicrotask, though Node wraps each callback in an async scope (1.7-7 µs
