@@ -29,6 +29,8 @@ function perftest(text: string): Record<string, number> | undefined {
   if (at < 0) return undefined;
   const names = lines[at]!.match(/#\w+|[\w.%]+(?: \w+)?\[[^\]]+\]/g) ?? [];
   const values = (lines[at + 1] ?? '').trim().split(/\s+/).map(Number);
+  // A run that failed after its header (perftest: "Can't produce a report") has no data row: it does not count.
+  if (values.length < names.length || !values.every(Number.isFinite)) return undefined;
   const row: Record<string, number> = {};
   names.forEach((name, i) => (row[name] = values[i]!));
   return row;
