@@ -212,9 +212,16 @@ test('a deregistered region is refused before native code; destroyQp then close 
     assert.throws(() => prepared.post(), { name: 'ResourceClosedError', message: /memory region is closed; it was deregistered/ });
     assert.throws(() => pair.client.postRecv(region), { name: 'ResourceClosedError', message: /memory region passed as region is closed; it was deregistered/ });
     const qp = pair.client.queuePair;
+    const send = qp.prepareSend(Buffer.from('x'), { inline: true });
+    const { recvCq } = qp;
     pair.client.destroyQp();
     assert.equal(qp.closed, true);
     assert.equal(pair.client.qp, undefined);
+    // The post and poll paths read the closed state their own way (Lifetime): the same errors as every other member.
+    assert.throws(() => send.post(), { name: 'ResourceClosedError', message: /queue pair is closed/ });
+    assert.equal(recvCq.closed, true);
+    assert.throws(() => recvCq.poll(), { name: 'ResourceClosedError', message: /^poll: the completion queue is closed/ });
+    assert.throws(() => recvCq.next(), { name: 'ResourceClosedError', message: /^next: the completion queue is closed/ });
   } finally {
     pair.close();
   }

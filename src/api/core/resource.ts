@@ -47,10 +47,26 @@ let releasing: Resource | undefined;
  */
 export let handleToRelease: (resource: Resource, type: string) => Pointer;
 
+/**
+ * @internal A resource's closed state, in an object of one shape. Resource's
+ * own members read their fields through `this`, whose hidden class is each
+ * subclass's own: once a program has used more than four kinds of resource,
+ * every such read is a megamorphic lookup, a stub-cache probe (a check took
+ * 14-15 ns against 3.5 on the host, 180-250 against 55-115 in the soft-RoCE
+ * guest). The post and poll paths keep the Lifetime of what they check
+ * (lifetimeOf) and read its `closed`.
+ */
+export class Lifetime {
+  closed = false;
+}
+
+/** @internal The Lifetime of `resource`, for a hot path to keep (after its own brand check). */
+export let lifetimeOf: (resource: Resource) => Lifetime;
+
 export abstract class Resource {
   /** The native pointer; also the brand Resource's own members check (`#handle in this`). */
   #handle: Pointer;
-  #closed = false;
+  readonly #lifetime = new Lifetime();
   /** Made by the first child: most resources (QPs, regions, CQs) never have one. */
   #children: Set<Resource> | undefined;
   /** Resources that use this one without being its children (QPs on a shared CQ); made on first use. */
@@ -100,6 +116,7 @@ export abstract class Resource {
   }
 
   static {
+    lifetimeOf = (resource) => resource.#lifetime;
     handleToRelease = (resource, type) => {
       if (!(#handle in resource)) throw new InvalidThisError(type);
       if (releasing !== resource) {
@@ -112,7 +129,7 @@ export abstract class Resource {
   /** Whether close() has run (on this resource or a parent). */
   get closed(): boolean {
     if (!(#handle in Object(this))) throw notAResource();
-    return this.#closed;
+    return this.#lifetime.closed;
   }
 
   /** The native pointer. Unsafe: it dangles after close(). */
@@ -147,7 +164,7 @@ export abstract class Resource {
   /** Throws ResourceClosedError when closed. */
   protected ensureOpen(operation: string): void {
     if (!(#handle in Object(this))) throw notAResource();
-    if (this.#closed) throw new ResourceClosedError(this.kind, operation);
+    if (this.#lifetime.closed) throw new ResourceClosedError(this.kind, operation);
   }
 
   /** The handle, for this resource's own native calls. */
@@ -159,7 +176,7 @@ export abstract class Resource {
   /** Closes children and users (newest first), then frees this resource's native object. Idempotent. */
   close(): void {
     if (!(#handle in Object(this))) throw notAResource();
-    if (this.#closed) return;
+    if (this.#lifetime.closed) return;
     let firstError: unknown;
     const dependents = [...(this.#children ?? []), ...(this.#users ?? [])];
     for (let i = dependents.length - 1; i >= 0; i--) {
@@ -169,7 +186,7 @@ export abstract class Resource {
         firstError ??= error;
       }
     }
-    this.#closed = true;
+    this.#lifetime.closed = true;
     leakWarnings.unregister(this);
     const outer = releasing;
     releasing = this;

@@ -9,7 +9,7 @@ import { libibverbs } from '../../ffi/libibverbs.js';
 import { RdmaError, checkPointer, checkVerbs } from '../../ffi/errors.js';
 import type { Pointer } from '../../ffi/library.js';
 import { ibv_comp_channel } from '../../structs/verbs-resources.js';
-import { Resource, handleToRelease } from '../core/resource.js';
+import { Resource, handleToRelease, lifetimeOf, type Lifetime } from '../core/resource.js';
 import { InvalidThisError } from '../core/errors.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { FdWatcher, setNonBlocking } from '../core/fd-watcher.js';
@@ -58,9 +58,14 @@ export class CompletionChannel extends Resource {
   readonly #contextSlot = this.#slots.subarray(8);
 
   readonly #context: Pointer;
+  /** Whether the channel is closed, and its ibv_comp_channel, as each wake-up reads them (see Lifetime). */
+  readonly #lifetime: Lifetime;
+  readonly #channel: Pointer;
 
   private constructor(handle: Pointer, device: Resource, context: Pointer) {
     super('completion channel', handle, device);
+    this.#lifetime = lifetimeOf(this);
+    this.#channel = handle;
     this.#context = context;
     this.fd = koffi.decode(handle, CHANNEL_FD, 'int') as number;
     setNonBlocking(this.fd);
@@ -92,14 +97,14 @@ export class CompletionChannel extends Resource {
     return {
       fd: this.fd,
       setInterest(on: boolean): void {
-        if (on === interested || channel.closed) return;
+        if (on === interested || channel.#lifetime.closed) return;
         interested = on;
         channel.#interested += on ? 1 : -1;
         if (ref) channel.#interestedRef += on ? 1 : -1;
         channel.#updateWatch();
       },
       setRef(on: boolean): void {
-        if (on === ref || channel.closed) return;
+        if (on === ref || channel.#lifetime.closed) return;
         ref = on;
         if (interested) channel.#interestedRef += on ? 1 : -1;
         channel.#updateWatch();
@@ -122,8 +127,8 @@ export class CompletionChannel extends Resource {
 
   /** Takes up to EVENTS_PER_WAKE events, each handed to the queue it names. */
   #takeEvents(): void {
-    for (let taken = 0; taken < EVENTS_PER_WAKE && !this.closed; taken++) {
-      if (libibverbs.ibv_get_cq_event(this.handle, this.#cqSlot, this.#contextSlot) !== 0) {
+    for (let taken = 0; taken < EVENTS_PER_WAKE && !this.#lifetime.closed; taken++) {
+      if (libibverbs.ibv_get_cq_event(this.#channel, this.#cqSlot, this.#contextSlot) !== 0) {
         const errno = koffi.errno();
         if (errno === EAGAIN) return;
         const error = new RdmaError('ibv_get_cq_event', errno || 5, 'the completion channel failed (device removed?)');

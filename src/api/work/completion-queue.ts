@@ -20,7 +20,7 @@ import { contextOps, repeatedVerbCall, type ContextOps } from '../../ffi/inline-
 import type { FixedCall } from '../../ffi/bound-call.js';
 import { readPointer, toAddress, type Pointer } from '../../ffi/library.js';
 import { ibv_comp_channel, ibv_cq } from '../../structs/verbs-resources.js';
-import { Resource, handleToRelease } from '../core/resource.js';
+import { Resource, handleToRelease, lifetimeOf, type Lifetime } from '../core/resource.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { contextOf } from './work-request-ids.js';
 import { InvalidThisError, ResourceClosedError } from '../core/errors.js';
@@ -177,9 +177,14 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #listener: CompletionListener | undefined;
   /** For a queue made here: its channel (0n without one), destroyed after it. Undefined when borrowed. */
   readonly #ownChannel: Pointer | undefined;
+  /** Whether the queue is closed, and its ibv_cq, as the wait path reads them (see Lifetime). */
+  readonly #lifetime: Lifetime;
+  readonly #cq: Pointer;
 
   private constructor(handle: Pointer, owner: Resource, ops: ContextOps, ownChannel?: Pointer) {
     super('completion queue', handle, owner);
+    this.#lifetime = lifetimeOf(this);
+    this.#cq = handle;
     this.#ops = ops;
     this.#ownChannel = ownChannel;
     if (ownChannel !== undefined) this.#channel = ownChannel;
@@ -198,7 +203,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
     if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
     this.#mode = mode;
-    if (this.#listener && !this.#pollScheduled && !this.closed) this.#schedulePoll(false, performance.now());
+    if (this.#listener && !this.#pollScheduled && !this.#lifetime.closed) this.#schedulePoll(false, performance.now());
     else if (mode === 'busy-poll' && this.#waiters.length > 0 && !this.#spinning) void this.#spin();
   }
 
@@ -310,7 +315,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
   poll(max = BATCH): number {
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
-    this.ensureOpen('poll');
+    if (this.#lifetime.closed) throw new ResourceClosedError(this.kind, 'poll');
     const pollCall = this.#pollCall ?? this.#preparePoll();
     if (max !== this.#pollCount) {
       // Checked only when the count changes: the usual poll() repeats its count and pays nothing.
@@ -407,7 +412,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
       }
     } finally {
       // The event it took may be the one a pending next() watched for: serve those again, which re-arms.
-      if (this.#waiters.length > 0 && this.#mode !== 'busy-poll' && !this.#armed && !this.#pollScheduled && !this.closed) this.#serve(performance.now());
+      if (this.#waiters.length > 0 && this.#mode !== 'busy-poll' && !this.#armed && !this.#pollScheduled && !this.#lifetime.closed) this.#serve(performance.now());
     }
   }
 
@@ -475,7 +480,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         }
         return this.#schedulePoll(false, now);
       }
-      if (this.#armed || this.closed) return;
+      if (this.#armed || this.#lifetime.closed) return;
       if (this.#spinsOn(taken > 0, now)) return this.#schedulePoll(true, now);
       this.#armNotify();
       while (listener.onCompletions() > 0) if (this.#listener !== listener) return;
@@ -489,7 +494,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   /** The next completion, on the event loop. Error statuses reject with WorkCompletionError. */
   next(): Promise<WorkCompletion> {
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
-    this.ensureOpen('next');
+    if (this.#lifetime.closed) throw new ResourceClosedError(this.kind, 'next');
     if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)', 'ERR_INVALID_ARG_VALUE');
     return new Promise<WorkCompletion>((resolve, reject) => {
       this.#waiters.push({ resolve, reject });
@@ -517,11 +522,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    */
   async *[Symbol.asyncIterator](): AsyncGenerator<WorkCompletion> {
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
-    while (!this.closed) {
+    while (!this.#lifetime.closed) {
       try {
         yield await this.next();
       } catch (error) {
-        if (error instanceof ResourceClosedError && this.closed) return;
+        if (error instanceof ResourceClosedError && this.#lifetime.closed) return;
         throw error;
       }
     }
@@ -616,7 +621,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** After an event (taken at `now`): serve whoever waits, in this turn's time slice. */
   #eventServed(now: number): void {
-    if (this.closed) return;
+    if (this.#lifetime.closed) return;
     beginTurn(now);
     // Many queues' wake-ups can come in one turn: past the slice, the rest wait for the check phase (or the next turn).
     if (this.#sliceSpent(now)) return this.#schedulePoll(false, now);
@@ -692,7 +697,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #pollAgain(): void {
     this.#pollScheduled = false;
     scheduledPolls--;
-    if (this.closed) return;
+    if (this.#lifetime.closed) return;
     const now = performance.now();
     beginTurn(now);
     // Queues scheduled in one check phase take turns: past the slice, the rest go round again next turn.
@@ -710,7 +715,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   async #spin(): Promise<void> {
     this.#spinning = true;
     try {
-      while (this.#waiters.length > 0 && !this.closed) {
+      while (this.#waiters.length > 0 && !this.#lifetime.closed) {
         if (this.#mode !== 'busy-poll') return this.#serve(performance.now());
         if (this.#sliceSpent(performance.now())) {
           await new Promise<void>((resolve) => setImmediate(resolve));
@@ -756,7 +761,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   #armNotify(): void {
-    const ret = this.#ops.reqNotifyCq(this.handle, 0);
+    const ret = this.#ops.reqNotifyCq(this.#cq, 0);
     if (ret !== 0) throw new RdmaError('ibv_req_notify_cq', ret);
     this.#armed = true;
     this.#sleptSinceSpin = true;
@@ -786,7 +791,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   #ackEvents(): void {
-    if (this.#unackedEvents > 0) libibverbs.ibv_ack_cq_events(this.handle, this.#unackedEvents);
+    if (this.#unackedEvents > 0) libibverbs.ibv_ack_cq_events(this.#cq, this.#unackedEvents);
     this.#unackedEvents = 0;
   }
 

@@ -22,7 +22,7 @@ import { InvalidThisError, ResourceClosedError, type RdmaArgumentError } from '.
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { markUntransferable } from '../core/untransferable.js';
-import { Resource } from '../core/resource.js';
+import { Resource, lifetimeOf, type Lifetime } from '../core/resource.js';
 
 const ATOMIC_SIZE = 8;
 /** The classes whose instances the abstract classes' members take, for InvalidThisError's message. */
@@ -392,6 +392,9 @@ abstract class PreparedPost {
   readonly #lease: WorkRequestLease | undefined;
   /** A prepared send's plain buffer (a one-shot post reads its buffer only during the call). */
   readonly #kept: KeptBuffer | undefined;
+  /** Whether its queue is closed and its region deregistered, read where each post checks them (see Lifetime). */
+  readonly #queueLifetime: Lifetime;
+  readonly #regionLifetime: Lifetime | undefined;
 
   protected constructor(
     protected readonly target: PostTarget,
@@ -401,6 +404,8 @@ abstract class PreparedPost {
     ids: { readonly count: number; readonly context: unknown; readonly once: boolean },
   ) {
     this.#kept = kept;
+    this.#queueLifetime = lifetimeOf(target.owner);
+    this.#regionLifetime = region && lifetimeOf(region);
     const postCall = repeatedVerbCall(target.ops, post.verb, target.address, post.wr, post.badWr, !ids.once);
     this.postCall = postCall;
     if (ids.once) {
@@ -437,10 +442,11 @@ abstract class PreparedPost {
     this.close();
   }
 
-  /** What every post checks before its crossing (ensureOpen's check inline: one call fewer a post). */
+  /** What every post checks before its crossing: its queue open, its region registered, its ids held. */
   protected check(operation: string): void {
     if (!(#brand in Object(this))) throw new InvalidThisError(ANY_PREPARED);
-    checkPostable(operation, this.target, this.region);
+    if (this.#queueLifetime.closed) throw new ResourceClosedError(this.target.owner.kind, operation);
+    if (this.#regionLifetime?.closed) throw new ResourceClosedError('memory region', operation, 'it was deregistered');
     if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
     this.#kept?.check(operation);
   }
@@ -506,12 +512,6 @@ abstract class PreparedWorkRequest extends PreparedPost {
     if (length > bound.max) throw beyondBound(operation, length, bound);
     this.memory.view.setUint32(this.sge + SGE_OFFSET.length, length, true);
   }
-}
-
-/** What every post checks first: its queue is open and its memory still registered. */
-function checkPostable(operation: string, target: PostTarget, region: MemoryRegion | undefined): void {
-  if (target.owner.closed) throw new ResourceClosedError(target.owner.kind, operation);
-  if (region?.closed) throw new ResourceClosedError('memory region', operation, 'it was deregistered');
 }
 
 /** The verb a receive post to `target` calls, for its errors. */
