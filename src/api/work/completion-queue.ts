@@ -201,8 +201,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
   set mode(mode: CompletionMode) {
     if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
-    if (!COMPLETION_MODES.includes(mode)) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
-    this.#mode = mode;
+    const known = COMPLETION_MODES.indexOf(mode);
+    if (known < 0) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
+    // The table's own string: the wait path's compares with literals are then one pointer
+    // compare, where a string read from argv (not internalized) went through StringEqual.
+    this.#mode = COMPLETION_MODES[known]!;
     if (this.#listener && !this.#pollScheduled && !this.#lifetime.closed) this.#schedulePoll(false, performance.now());
     else if (mode === 'busy-poll' && this.#waiters.length > 0 && !this.#spinning) void this.#spin();
   }
