@@ -9,7 +9,7 @@ import type { AgentOptions as HttpsAgentOptions } from 'node:https';
 import { createRequire } from 'node:module';
 import type { BlockList } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { InvalidThisError } from '../api/core/errors.js';
+import { InvalidThisError, asObject } from '../api/core/errors.js';
 import { argumentError, parseArgument } from '../api/core/validate.js';
 import { connectSchema, type RdmaConnectOptions, type RdmaSocketSizes } from './options.js';
 import { connect, type RdmaSocket } from './socket.js';
@@ -73,7 +73,7 @@ export class RdmaAgent extends http.Agent {
 
   /** http's hook: an RdmaSocket to the request's host and port. */
   override createConnection(options: object): Duplex {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaAgent');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaAgent');
     return connect(connectOptionsOf(options));
   }
 }
@@ -93,7 +93,7 @@ export class RdmaHttpsAgent extends https.Agent {
 
   /** https's hook: TLS, as https.Agent makes it, over an RdmaSocket instead of a TCP one. */
   override createConnection(options: object): Duplex {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaHttpsAgent');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaHttpsAgent');
     const socket: RdmaSocket = connect(connectOptionsOf(options));
     // https.Agent's own createConnection is tls.connect with its session cache; given `socket`, TLS runs over it.
     const create = https.Agent.prototype as unknown as { createConnection(options: object): Duplex };

@@ -9,7 +9,7 @@ import { isIP, isIPv4 } from 'node:net';
 import process from 'node:process';
 import { createId, type CmId } from '../api/cm/cm-id.js';
 import type { EventConnParam } from '../api/cm/cm-event.js';
-import { InvalidThisError, ResourceClosedError } from '../api/core/errors.js';
+import { InvalidThisError, ResourceClosedError, asObject } from '../api/core/errors.js';
 import { blockedError } from './destinations.js';
 import { ChannelHold } from './shared-channel.js';
 import { RdmaSocket, attachAcceptedSocket, socketEvents } from './socket.js';
@@ -59,7 +59,7 @@ function boundId(hold: ChannelHold, host: string | undefined, port: number, ipv6
 }
 
 export class RdmaServer extends EventEmitter {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   #maxConnections: number | undefined;
   readonly #options: ResolvedServer;
@@ -87,18 +87,18 @@ export class RdmaServer extends EventEmitter {
    * 0–2147483647, or undefined for no limit.
    */
   get maxConnections(): number | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     return this.#maxConnections;
   }
 
   set maxConnections(limit: number | undefined) {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     this.#maxConnections = parseArgument('set maxConnections', 'maxConnections', maxConnectionsSchema, limit);
   }
 
   /** Whether the server is listening. */
   get listening(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     return this.#address !== undefined && !this.#closing;
   }
 
@@ -109,7 +109,7 @@ export class RdmaServer extends EventEmitter {
   listen(port: number, listeningListener?: () => void): this;
   listen(listeningListener?: () => void): this;
   listen(...args: unknown[]): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     const { options, callback } = normalizeListenArgs(args);
     if (this.#listener || this.#lookup) throw new RdmaNetCodeError('ERR_SERVER_ALREADY_LISTEN', 'listen() was called more than once: close() first');
     if (callback) this.once('listening', callback as () => void);
@@ -246,13 +246,13 @@ export class RdmaServer extends EventEmitter {
 
   /** The listening address: { address, family, port } (port chosen by rdma_cm for port 0); null when not listening. */
   address(): { address: string; family: string; port: number } | null {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     return this.#address && !this.#closing ? { ...this.#address } : null;
   }
 
   /** node:net's getConnections(cb). */
   getConnections(callback: (error: Error | null, count: number) => void): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     requiredCallback('getConnections', 'callback', callback);
     const count = this.#connections.size;
     process.nextTick(() => callback(null, count));
@@ -264,7 +264,7 @@ export class RdmaServer extends EventEmitter {
    * node:net's). `callback` gets ERR_SERVER_NOT_RUNNING if it was not listening.
    */
   close(callback?: (error?: Error) => void): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     optionalCallback('close', 'callback', callback);
     this.#abandonLookup();
     if (!this.#listener || this.#closing) {
@@ -292,14 +292,14 @@ export class RdmaServer extends EventEmitter {
   }
 
   ref(): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     this.#keepProcessAlive = true;
     this.#hold?.setKeepAlive(true);
     return this;
   }
 
   unref(): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     this.#keepProcessAlive = false;
     this.#hold?.setKeepAlive(false);
     return this;
@@ -307,7 +307,7 @@ export class RdmaServer extends EventEmitter {
 
   /** `await using server = …`: closes it and waits for 'close'. */
   async [Symbol.asyncDispose](): Promise<void> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaServer');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
     this.#abandonLookup();
     if (!this.#listener) return;
     await new Promise<void>((resolve) => this.close(() => resolve()));

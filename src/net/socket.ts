@@ -15,7 +15,7 @@ import type { SocketAddress } from '../api/cm/socket-address.js';
 import {
   abortSignal, argumentError, bytes, isHonestBytes, isHonestView, isResizable, parseArgument, registrableBytes, timeoutMs, type Holds, type InputIs,
 } from '../api/core/validate.js';
-import { abortError, InvalidThisError } from '../api/core/errors.js';
+import { abortError, InvalidThisError, asObject } from '../api/core/errors.js';
 import { guardInherited } from './inherited-guard.js';
 import { ChannelHold } from './shared-channel.js';
 import { connectInTurn } from './connect-attempts.js';
@@ -151,7 +151,7 @@ let eventsOf: (socket: RdmaSocket) => StreamEvents;
 let isSocket: (value: unknown) => boolean;
 
 export class RdmaSocket extends Duplex {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   #sizes: ResolvedSizes | undefined;
   #hold: ChannelHold | undefined;
@@ -202,18 +202,18 @@ export class RdmaSocket extends Duplex {
 
   /** True from connect() until 'connect' (or failure). */
   get connecting(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#connecting;
   }
 
   /** True until the socket is connected. */
   get pending(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#conn === undefined || this.#connecting;
   }
 
   get readyState(): 'opening' | 'open' | 'readOnly' | 'writeOnly' | 'closed' {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     if (this.#connecting) return 'opening';
     if (this.readable && this.writable) return 'open';
     if (this.readable) return 'readOnly';
@@ -222,56 +222,56 @@ export class RdmaSocket extends Duplex {
   }
 
   get bytesRead(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#conn?.bytesRead ?? this.#bytesRead;
   }
 
   /** Bytes handed to the device (posted), as node:net counts what reached the kernel. */
   get bytesWritten(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#conn?.bytesWritten ?? this.#bytesWritten;
   }
 
   get remoteAddress(): string | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#remote?.address;
   }
   get remotePort(): number | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#remote?.port;
   }
   get remoteFamily(): string | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#remote?.family;
   }
   get localAddress(): string | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#local?.address;
   }
   get localPort(): number | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#local?.port;
   }
   get localFamily(): string | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#local?.family;
   }
 
   /** The local end, as node:net's socket.address(): {} before the connection. */
   address(): { address: string; family: string; port: number } | Record<string, never> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#local ? { address: this.#local.address, family: this.#local.family, port: this.#local.port } : {};
   }
 
   /** The idle timeout set by setTimeout() or the `timeout` option, in ms (0: none). */
   get timeout(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#idleMs;
   }
 
   /** The RDMA sizes of this connection (the defaults until it connects). */
   get rdma(): ResolvedSizes {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#conn?.sizes ?? this.#sizes ?? DEFAULT_SIZES;
   }
 
@@ -282,7 +282,7 @@ export class RdmaSocket extends Duplex {
   connect(port: number, host?: string, connectListener?: () => void): this;
   connect(port: number, connectListener?: () => void): this;
   connect(...args: unknown[]): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     const { options, callback } = normalizeConnectArgs(args);
     if (this.#connecting || this.#conn) throw new RdmaNetCodeError('ERR_SOCKET_CONNECTING', 'the socket is already connecting or connected');
     if (this.destroyed) this.#reopen();
@@ -404,12 +404,12 @@ export class RdmaSocket extends Duplex {
    * address tried, when the host's name resolved to more than one.
    */
   get autoSelectFamilyAttemptedAddresses(): string[] | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#attemptedAddresses;
   }
 
   static {
-    isSocket = (value) => #brand in Object(value);
+    isSocket = (value) => #brand in asObject(value);
     eventsOf = (socket) => socket.#events;
     attachAccepted = (socket, hold, id, conn, peer) => {
       socket.#hold = hold;
@@ -482,7 +482,7 @@ export class RdmaSocket extends Duplex {
   // ---- the stream ------------------------------------------------------------------
 
   override _read(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     this.#wantsRead = true;
     this.#pull();
   }
@@ -532,7 +532,7 @@ export class RdmaSocket extends Duplex {
 
   /** As a stream's; with onread, reading goes on from where pause() or the callback's false stopped it. */
   override resume(): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     super.resume();
     // Not within resume(): node:net's reads come from the loop too.
     if (this.#onread) process.nextTick(() => this.#pull());
@@ -541,14 +541,14 @@ export class RdmaSocket extends Duplex {
 
   /** write(chunk[, encoding][, callback]), as a stream's, with its arguments checked (writeArguments). */
   override write(chunk: unknown, encoding?: BufferEncoding | ((error?: Error | null) => void) | null, callback?: ((error?: Error | null) => void) | null): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     const [data, checkedEncoding, checkedCallback] = writeArguments('write', chunk, encoding, callback);
     return super.write(data, checkedEncoding as BufferEncoding, checkedCallback);
   }
 
   /** end([chunk][, encoding][, callback]), as a stream's, with its arguments checked (writeArguments). */
   override end(chunk?: unknown, encoding?: BufferEncoding | ((error?: Error | null) => void) | null, callback?: ((error?: Error | null) => void) | null): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     if (typeof chunk === 'function') {
       if (encoding !== undefined || callback !== undefined) throw argumentError('end', 'callback', 'already given as the first argument', 'ERR_INVALID_ARG_VALUE');
       [chunk, encoding] = [undefined, chunk as WriteCallback];
@@ -564,7 +564,7 @@ export class RdmaSocket extends Duplex {
   }
 
   override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     // Most writes fit the staging ring at once: they complete here, with no record of a pending write made.
     const conn = this.#conn;
     let taken = 0;
@@ -579,7 +579,7 @@ export class RdmaSocket extends Duplex {
   }
 
   override _writev(chunks: { chunk: Buffer }[], callback: (error?: Error | null) => void): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     this.#queueWrite(chunks.map((c) => c.chunk), callback);
   }
 
@@ -620,14 +620,14 @@ export class RdmaSocket extends Duplex {
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     if (!this.#conn && !this.#connecting) return callback();
     this.#pendingFinal = callback;
     this.#continueWrite();
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     clearTimeout(this.#idleTimer);
     const closed = error ?? new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket was destroyed');
     for (const pending of this.#pendingDirect.takeAll()) pending.reject(closed);
@@ -679,7 +679,7 @@ export class RdmaSocket extends Duplex {
    * `rdma.iomapEntries`, riostream's 1); fails with ENOMEM when none is free.
    */
   mapForRemoteWrite(buffer: Uint8Array, options: { offset?: number } = {}): RdmaMapping {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     const operation = 'mapForRemoteWrite';
     parseArgument(operation, 'buffer', registrableBytes, buffer);
     const { offset } = parseArgument(operation, 'options', mapOptionsSchema, options);
@@ -705,7 +705,7 @@ export class RdmaSocket extends Duplex {
    */
   writeToRemote(data: Uint8Array, remoteOffset: number): Promise<void> {
     // Its failures reject, a forged `this` too.
-    if (!(#brand in Object(this))) return Promise.reject(new InvalidThisError('RdmaSocket'));
+    if (!(#brand in asObject(this))) return Promise.reject(new InvalidThisError('RdmaSocket'));
     const operation = 'writeToRemote';
     let held: Uint8Array;
     try {
@@ -753,7 +753,7 @@ export class RdmaSocket extends Duplex {
 
   /** Ends the writing side, then destroys once everything is written. */
   destroySoon(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     if (this.writable) this.end();
     if (this.writableFinished) this.destroy();
     else this.once('finish', () => this.destroy());
@@ -761,14 +761,14 @@ export class RdmaSocket extends Duplex {
 
   /** Destroys at once without rsockets' DISCONNECT: the peer sees the connection reset. */
   resetAndDestroy(): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     this.#reset = true;
     return this.destroy();
   }
 
   /** Emits 'timeout' after `ms` without reads or writes (0 turns it off); the socket stays open. */
   setTimeout(ms: number, callback?: () => void): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     const timeout = parseArgument('setTimeout', 'msecs', timeoutMs, ms);
     optionalCallback('setTimeout', 'callback', callback);
     this.#idleMs = timeout;
@@ -796,7 +796,7 @@ export class RdmaSocket extends Duplex {
 
   /** Kept for node:net compatibility: there is no Nagle to turn off (autocorking, as in Linux's TCP, stays either way). */
   setNoDelay(noDelay = true): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     // node:net's coercion: any value, taken for its truth.
     this.noDelay = Boolean(noDelay);
     return this;
@@ -807,7 +807,7 @@ export class RdmaSocket extends Duplex {
    * as rsockets' SO_KEEPALIVE; a dead peer then fails the socket with ECONNRESET.
    */
   setKeepAlive(enable = false, initialDelay = 0): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     const delay = parseArgument('setKeepAlive', 'initialDelay', timeoutMs, initialDelay);
     this.#keepaliveMs = enable ? delay || DEFAULT_KEEPALIVE_MS : undefined;
     if (this.#conn && !this.#connecting) this.#conn.setKeepalive(this.#keepaliveMs);
@@ -816,18 +816,18 @@ export class RdmaSocket extends Duplex {
 
   /** Whether keepalive is on. */
   get keepAlive(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#keepaliveMs !== undefined;
   }
 
   ref(): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     this.#setKeepProcessAlive(true);
     return this;
   }
 
   unref(): this {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     this.#setKeepProcessAlive(false);
     return this;
   }
@@ -841,7 +841,7 @@ export class RdmaSocket extends Duplex {
 
   /** `await using socket = …`: destroys it and waits for 'close'. */
   override async [Symbol.asyncDispose](): Promise<void> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('RdmaSocket');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     if (this.closed) return;
     // One promise: whatever throws here (called on something not a socket) rejects what the caller awaits, never a promise nobody awaits.
     await new Promise<void>((resolve) => {

@@ -19,10 +19,11 @@ import {
 import { InvalidThisError as NetInvalidThisError, RdmaAgent, RdmaHttpsAgent, RdmaServer, RdmaSocket } from '../../src/net/index.js';
 import { childJson } from '../support/child-module.js';
 
-/** The receivers a caller can forge: the prototype alone, a shaped object given it, a Proxy of either. */
+/** The receivers a caller can forge: the prototype alone, a shaped object given it, a Proxy of either, a function given it. */
 function forgeries(prototype: object): object[] {
   const shaped = () => Object.setPrototypeOf({ handle: 1n, closed: false, owned: true, kind: 'queue pair', ensureOpen() {}, check() {} }, prototype) as object;
-  return [Object.create(prototype) as object, shaped(), new Proxy(Object.create(prototype) as object, {}), new Proxy(shaped(), {})];
+  const callable = Object.setPrototypeOf(function forged() {}, prototype) as object;
+  return [Object.create(prototype) as object, shaped(), new Proxy(Object.create(prototype) as object, {}), new Proxy(shaped(), {}), callable];
 }
 /** The `this` of a method detached from its object and called alone, and what `call` can give it. */
 const PRIMITIVES: unknown[] = [undefined, null, 0, 'x', true, 1n, Symbol('forged')];

@@ -10,7 +10,7 @@ import { nativeBytes } from '../../ffi/native-copy.js';
 import { rdma_addrinfo, type RdmaAddrinfo } from '../../structs/rdma-cma.js';
 import { AF_INET, AF_INET6, AF_IB } from '../../structs/socket.js';
 import { AddrInfoFlag, PortSpace, QpType, flagMask, flagNames, type AddrInfoFlagName, type PortSpaceName, type QpTypeName } from '../core/enums.js';
-import { InvalidThisError, abortError } from '../core/errors.js';
+import { InvalidThisError, abortError, asObject } from '../core/errors.js';
 import { Resource, handleToRelease } from '../core/resource.js';
 import { decodeSocketAddress, type AddressFamily, type SocketAddress } from './socket-address.js';
 import { abortSignal, argumentError, cString, parseArgument, type Holds, type InputIs } from '../core/validate.js';
@@ -95,7 +95,7 @@ function decodeAddress(address: Pointer | null, length: number): SocketAddress |
 }
 
 export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** The entries, decoded once. */
   readonly entries: readonly AddrInfoEntry[];
@@ -174,14 +174,14 @@ export class AddrInfo extends Resource implements Iterable<AddrInfoEntry> {
   }
 
   [Symbol.iterator](): Iterator<AddrInfoEntry> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('AddrInfo');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('AddrInfo');
     this.ensureOpen('iterate');
     return this.entries[Symbol.iterator]();
   }
 
   /** rdma_freeaddrinfo, exactly once. */
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('AddrInfo');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('AddrInfo');
     librdmacm.rdma_freeaddrinfo(handleToRelease(this, 'AddrInfo'));
   }
 }

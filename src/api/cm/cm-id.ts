@@ -20,7 +20,7 @@ import { ConnectionError, ERROR_EVENTS, copyCmEvent, type CmEvent, type EventCon
 import { encodeConnParam, type ConnParam, PRIVATE_DATA_LIMITS } from './conn-param.js';
 import { DeviceContext, deviceLimits, type DeviceLimits } from '../verbs/device-context.js';
 import { CmEventType, IbvEventType, PortSpace, QpType, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName } from '../core/enums.js';
-import { abortError, InvalidThisError, ResourceClosedError } from '../core/errors.js';
+import { abortError, InvalidThisError, ResourceClosedError, asObject } from '../core/errors.js';
 import {
   EventChannel, attachTarget, detachTarget, expireWaiters, failPending, keepEvent, offerEvent, setRequestAdopter, type EventTarget,
 } from './event-channel.js';
@@ -291,7 +291,7 @@ function sockaddrOf(endpoint: z.output<typeof endpointSchema>): Buffer {
 const ENDING_EVENTS = new Set<string>([...Object.keys(ERROR_EVENTS), 'DISCONNECTED']);
 
 export class CmId extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** The JavaScript value given at creation (rdma_cm_id->context's role). */
   readonly context: unknown;
@@ -345,24 +345,24 @@ export class CmId extends Resource {
 
   /** The channel this id's events arrive on; null for a synchronous id. */
   get channel(): EventChannel | null {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#channel;
   }
 
   get udPortSpace(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.portSpace === 'UDP' || this.portSpace === 'IPOIB';
   }
 
   /** The queue pair, once created (createQp, createEndpoint, or a request's); undefined again once it is closed. */
   get qp(): QueuePair | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#hasOpenQueuePair() ? this.#queuePair : undefined;
   }
 
   /** The queue pair, or an error that says how to get one. */
   get queuePair(): QueuePair {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#queuePairFor('queuePair');
   }
 
@@ -375,7 +375,7 @@ export class CmId extends Resource {
 
   /** The device this id is bound to (after bindAddr/resolveAddr), borrowed from librdmacm. */
   get device(): DeviceContext | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('device');
     const verbs = readPointer(this.handle, ID.verbs);
     if (verbs === 0n) return undefined;
@@ -385,7 +385,7 @@ export class CmId extends Resource {
 
   /** The protection domain of this id's queue pair (librdmacm's default one unless you gave your own). */
   get pd(): ProtectionDomain {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('pd');
     if (this.#hasOpenQueuePair()) return this.#queuePair!.protectionDomain;
     this.#checkReusedPd('pd');
@@ -413,24 +413,24 @@ export class CmId extends Resource {
 
   /** rdma_get_local_addr + rdma_get_src_port. */
   get localAddress(): SocketAddress | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#address(ID.src);
   }
 
   /** rdma_get_peer_addr + rdma_get_dst_port. */
   get peerAddress(): SocketAddress | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#address(ID.dst);
   }
 
   get localPort(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('localPort');
     return swap16(librdmacm.rdma_get_src_port(this.handle));
   }
 
   get peerPort(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('peerPort');
     return swap16(librdmacm.rdma_get_dst_port(this.handle));
   }
@@ -442,7 +442,7 @@ export class CmId extends Resource {
 
   /** rdma_bind_addr. */
   bindAddr(address: EndpointAddress): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_bind_addr';
     this.ensureOpen(operation);
     const a = parseArgument(operation, 'address', endpointSchema, address);
@@ -451,7 +451,7 @@ export class CmId extends Resource {
 
   /** rdma_resolve_addr: resolves the destination to a device (ADDR_RESOLVED). Default timeout 2000 ms. */
   async resolveAddr(destination: EndpointAddress, options: ResolveAddrOptions = {}): Promise<void> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_resolve_addr';
     this.ensureOpen(operation);
     const dst = parseArgument(operation, 'destination', endpointSchema, destination);
@@ -464,7 +464,7 @@ export class CmId extends Resource {
 
   /** rdma_resolve_route (ROUTE_RESOLVED). Default timeout 2000 ms. */
   async resolveRoute(options: WaitOptions = {}): Promise<void> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_resolve_route';
     this.ensureOpen(operation);
     const o = this.#issueOptions(operation, waitSchema, options, 'C timeout');
@@ -482,7 +482,7 @@ export class CmId extends Resource {
    * frees a send CQ it made for a QP whose receive CQ it did not make.
    */
   createQp(attr: CreateQpAttr = {}, pd?: ProtectionDomain): QueuePair {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_create_qp';
     this.ensureOpen(operation);
     if (this.#hasOpenQueuePair()) throw argumentError(operation, 'id', 'this id already has a queue pair', 'ERR_INVALID_ARG_VALUE');
@@ -521,7 +521,7 @@ export class CmId extends Resource {
    * it takes its receives from there. Without `pd`, the id's default PD.
    */
   createSrq(attr: SrqAttr = {}, pd?: ProtectionDomain): SharedReceiveQueue {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_create_srq';
     this.ensureOpen(operation);
     if (this.#sharedReceiveQueue) throw argumentError(operation, 'id', 'this id already has a shared receive queue', 'ERR_INVALID_ARG_VALUE');
@@ -544,13 +544,13 @@ export class CmId extends Resource {
 
   /** The shared receive queue, once created. */
   get srq(): SharedReceiveQueue | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#sharedReceiveQueue;
   }
 
   /** rdma_destroy_qp (the QP's regions stay registered; they belong to the PD). */
   destroyQp(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('rdma_destroy_qp');
     this.#queuePair?.close();
     this.#queuePair = undefined;
@@ -581,7 +581,7 @@ export class CmId extends Resource {
    * REJECTED, UNREACHABLE and CONNECT_ERROR reject with ConnectionError. Default timeout 10 s.
    */
   async connect(param?: ConnParam, options: WaitOptions = {}): Promise<Established> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_connect';
     this.ensureOpen(operation);
     const encoded = encodeConnParam(operation, param, 'connect', this.#transport());
@@ -593,7 +593,7 @@ export class CmId extends Resource {
 
   /** rdma_listen. A backlog of 0 lets librdmacm pick. */
   listen(backlog = 0): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_listen';
     this.ensureOpen(operation);
     const b = parseArgument(operation, 'backlog', backlogSchema, backlog);
@@ -602,7 +602,7 @@ export class CmId extends Resource {
 
   /** rdma_get_request on a synchronous listener: blocks for the next request; the new id has its QP when the listener came from createEndpoint. */
   getRequest(): CmId {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_get_request';
     this.ensureOpen(operation);
     if (this.#channel) throw argumentError(operation, 'id', 'this listener is asynchronous (it has an event channel): use nextRequest()', 'ERR_INVALID_ARG_VALUE');
@@ -626,7 +626,7 @@ export class CmId extends Resource {
 
   /** The next connection request on an asynchronous listener, as a new id (accept() or reject() it). */
   async nextRequest(options: WaitOptions = {}): Promise<CmId> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'nextRequest';
     this.ensureOpen(operation);
     if (!this.#channel) throw argumentError(operation, 'id', 'this listener is synchronous: use getRequest()', 'ERR_INVALID_ARG_VALUE');
@@ -637,7 +637,7 @@ export class CmId extends Resource {
 
   /** rdma_accept; resolves once the connection is established. Default timeout 10 s. */
   async accept(param?: ConnParam, options: WaitOptions = {}): Promise<void> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_accept';
     this.ensureOpen(operation);
     const encoded = encodeConnParam(operation, param, 'accept', this.#transport());
@@ -649,7 +649,7 @@ export class CmId extends Resource {
 
   /** rdma_reject, with optional private data for the peer (RC: up to 148 bytes). */
   reject(privateData?: Uint8Array): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_reject';
     this.ensureOpen(operation);
     const data = parseArgument(operation, 'privateData', bytes.optional(), privateData);
@@ -661,14 +661,14 @@ export class CmId extends Resource {
 
   /** rdma_establish: completes a connection whose QP the caller manages. */
   establish(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('rdma_establish');
     checkRdma('rdma_establish', librdmacm.rdma_establish(this.handle));
   }
 
   /** rdma_notify: tells librdmacm of a QP event (e.g. COMM_EST). */
   notify(event: IbvEventTypeName): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_notify';
     this.ensureOpen(operation);
     const name = parseArgument(operation, 'event', ibvEventSchema, event);
@@ -677,7 +677,7 @@ export class CmId extends Resource {
 
   /** Whether this id has seen DISCONNECTED (the peer, or our own disconnect, ended the connection). */
   get disconnected(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#disconnected;
   }
 
@@ -688,7 +688,7 @@ export class CmId extends Resource {
    * which then resolves at once (it only tells the peer).
    */
   async disconnect(options: WaitOptions = {}): Promise<void> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_disconnect';
     this.ensureOpen(operation);
     const o = this.#issueOptions(operation, waitSchema, options, 'wait only');
@@ -703,7 +703,7 @@ export class CmId extends Resource {
 
   /** Resolves when the connection ends (the peer's rdma_disconnect, or an error); then call disconnect(). */
   async waitForDisconnect(options: WaitOptions = {}): Promise<void> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'waitForDisconnect';
     this.ensureOpen(operation);
     const o = parseArgument(operation, 'options', waitSchema, options);
@@ -719,7 +719,7 @@ export class CmId extends Resource {
 
   /** rdma_migrate_id: moves this id's events to another channel (or makes it synchronous with null). */
   migrateId(channel: EventChannel | null): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_migrate_id';
     this.ensureOpen(operation);
     if (channel !== null && !Resource.isA(channel, EventChannel)) throw argumentError(operation, 'channel', 'expected an EventChannel or null', 'ERR_INVALID_ARG_TYPE');
@@ -735,7 +735,7 @@ export class CmId extends Resource {
 
   /** rdma_set_option at RDMA_OPTION_ID level: TOS, REUSEADDR, AFONLY, ACK_TIMEOUT. */
   setOption(option: IdOption): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_set_option';
     this.ensureOpen(operation);
     const o = parseArgument(operation, 'option', optionSchema, option);
@@ -754,7 +754,7 @@ export class CmId extends Resource {
    * `addressHandleTo(joined.ud)`, remoteQpn 0xffffff and `joined.ud.qkey`.
    */
   async joinMulticast(group: { address: string }, options: JoinMulticastOptions = {}): Promise<MulticastGroup> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_join_multicast';
     this.ensureOpen(operation);
     const g = parseArgument(operation, 'group', groupSchema, group);
@@ -776,7 +776,7 @@ export class CmId extends Resource {
 
   /** rdma_leave_multicast. */
   leaveMulticast(group: { address: string }): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const operation = 'rdma_leave_multicast';
     this.ensureOpen(operation);
     const g = parseArgument(operation, 'group', groupSchema, group);
@@ -785,7 +785,7 @@ export class CmId extends Resource {
 
   /** UD: an address handle to the peer an ESTABLISHED (or MULTICAST_JOIN) event described. */
   addressHandleTo(ud: EventUdParam): AddressHandle {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('addressHandleTo');
     if (typeof ud !== 'object' || ud === null || typeof ud.ahAttr !== 'object') throw argumentError('addressHandleTo', 'ud', 'expected the ud parameters of an event', 'ERR_INVALID_ARG_TYPE');
     return this.pd.createAh(ud.ahAttr);
@@ -793,7 +793,7 @@ export class CmId extends Resource {
 
   /** UD: an address handle back to the sender of a receive (`receive` starts with the GRH). */
   addressHandleFrom(completion: WorkCompletion, receive: Uint8Array): AddressHandle {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.ensureOpen('addressHandleFrom');
     const verbs = readPointer(this.handle, ID.verbs);
     const portNum = koffi.decode(this.handle, ID.portNum, 'uint8_t') as number;
@@ -804,37 +804,37 @@ export class CmId extends Resource {
   // Man-page conveniences over the queue pair and the PD (rdma_verbs.h).
   /** rdma_reg_msgs on this id's PD. */
   regMsgs(buffer: Uint8Array): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.pd.regMsgs(buffer);
   }
   /** rdma_reg_read on this id's PD. */
   regRead(buffer: Uint8Array): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.pd.regRead(buffer);
   }
   /** rdma_reg_write on this id's PD. */
   regWrite(buffer: Uint8Array): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.pd.regWrite(buffer);
   }
   /** rdma_post_recv. */
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#queuePairFor('postRecv').postRecv(region, options);
   }
   /** rdma_post_send. */
   postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#queuePairFor('postSend').postSend(source, options);
   }
   /** rdma_get_send_comp. */
   getSendComp(): WorkCompletion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#queuePairFor('getSendComp').getSendComp();
   }
   /** rdma_get_recv_comp. */
   getRecvComp(): WorkCompletion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#queuePairFor('getRecvComp').getRecvComp();
   }
 
@@ -909,7 +909,7 @@ export class CmId extends Resource {
    * an ending event (an error, DISCONNECTED) rejects the others. True if anyone took it.
    */
   [offerEvent](event: CmEvent<EventTarget>): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const typed = event as ConnectionEvent;
     if (typed.type === 'DISCONNECTED') this.#disconnected = true;
     let taken = false;
@@ -936,7 +936,7 @@ export class CmId extends Resource {
 
   /** @internal Called by the channel's deadline timer. */
   [expireWaiters](now: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     let next = Infinity;
     for (const waiter of [...this.#waiters]) {
       if (waiter.deadline <= now) waiter.expire();
@@ -947,24 +947,24 @@ export class CmId extends Resource {
 
   /** @internal Called by the channel when it can no longer read events. */
   [failPending](error: unknown): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     for (const waiter of [...this.#waiters]) waiter.reject(error);
   }
 
   /** @internal Called by the channel: an event nobody waited for. */
   [keepEvent](event: CmEvent<EventTarget>): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     this.#inbox.push(event as ConnectionEvent);
   }
 
   /** Events that arrived while no operation waited (DISCONNECTED, TIMEWAIT_EXIT, …), oldest first; taking them empties the list. */
   takeEvents(): ConnectionEvent[] {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#inbox.splice(0);
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CmId');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     const handle = handleToRelease(this, 'CmId');
     for (const waiter of [...this.#waiters]) waiter.reject(new ResourceClosedError(this.kind, waiter.operation));
     this.#channel?.[detachTarget](handle);

@@ -13,7 +13,7 @@ import { copyCmEvent, type CmEvent, type RawCmEvent } from './cm-event.js';
 import { FdWatcher, setNonBlocking } from '../core/fd-watcher.js';
 import { nativeScratch } from '../core/native-memory.js';
 import { Resource, handleToRelease } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 
 // setTimeout's limit: a longer delay fires at once. A deadline further off
 // re-arms the timer each time it fires.
@@ -73,7 +73,7 @@ export function setRequestAdopter(adopter: RequestAdopter): void {
 }
 
 export class EventChannel extends Resource implements AsyncIterable<ChannelEvent> {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   readonly fd: number;
   readonly #watcher: FdWatcher;
@@ -104,7 +104,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
    * way; the deadline timer follows suit.
    */
   setRef(ref: boolean): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('EventChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('EventChannel');
     this.#ref = ref;
     this.#watcher.setRef(ref);
     if (ref) this.#deadlineTimer?.ref();
@@ -114,14 +114,14 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
 
   /** @internal Routes events of `idHandle` to `target`. */
   [attachTarget](idHandle: Pointer, target: EventTarget): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('EventChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('EventChannel');
     this.ensureOpen('attach');
     this.#targets.set(Number(idHandle), target);
   }
 
   /** @internal */
   [detachTarget](idHandle: Pointer): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('EventChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('EventChannel');
     this.#targets.delete(Number(idHandle));
   }
 
@@ -133,7 +133,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
    * rarely there yet (a read would only find EAGAIN).
    */
   [expectEvent](timeoutMs?: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('EventChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('EventChannel');
     this.ensureOpen('wait for an event');
     this.#demand++;
     const deadline = timeoutMs === undefined ? Infinity : this.#now() + timeoutMs;
@@ -165,7 +165,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
 
   /** @internal An operation stopped waiting (served, timed out or aborted). */
   [settleWait](): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('EventChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('EventChannel');
     // With nobody waiting, stop watching the fd and the clock, so an idle channel does not keep the process alive.
     if (--this.#demand === 0) {
       this.#watcher.setInterest(false);
@@ -271,7 +271,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
    * operation (resolveAddr, connect, …) waits for go to that operation.
    */
   [Symbol.asyncIterator](): AsyncIterator<ChannelEvent> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('EventChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('EventChannel');
     this.ensureOpen('iterate');
     this.#iterators++;
     let finished = false;
@@ -297,7 +297,7 @@ export class EventChannel extends Resource implements AsyncIterable<ChannelEvent
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('EventChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('EventChannel');
     const handle = handleToRelease(this, 'EventChannel');
     this.#disarmDeadlineTimer();
     this.#watcher.close();

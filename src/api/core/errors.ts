@@ -136,6 +136,19 @@ export class InvalidThisError extends TypeError {
   }
 }
 
+const NOT_AN_OBJECT = Object.freeze({});
+
+/**
+ * `value` if it is an object (a function included), else an object with no
+ * private fields: `#brand in asObject(this)` is false for a primitive `this`,
+ * where `#brand in this` throws a bare TypeError. Object(this) did the same,
+ * but optimized code kept calling the Object builtin for it (3 % of a busy
+ * ping-pong's samples in the soft-RoCE guest); these compares compile inline.
+ */
+export function asObject(value: unknown): object {
+  return (typeof value === 'object' && value !== null) || typeof value === 'function' ? (value as object) : NOT_AN_OBJECT;
+}
+
 /** The AbortError for an aborted `signal`: its reason becomes the cause. */
 export function abortError(signal: AbortSignal): AbortError {
   return new AbortError(undefined, { cause: signal.reason });

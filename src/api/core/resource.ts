@@ -8,8 +8,8 @@
 // given the prototype, a Proxy): such a `this` has none of the private fields,
 // and may have own properties that shadow the prototype's (`handle`,
 // `ensureOpen`, `owned`). So every member of every resource class first checks
-// the brand of the class that defines it, `#brand in Object(this)` (a
-// private-brand check: a compare in optimized code; Object() because `in`
+// the brand of the class that defines it, `#brand in asObject(this)` (a
+// private-brand check: a compare in optimized code; asObject() because `in`
 // throws a bare TypeError of its own for a primitive `this`, which a method
 // detached and called alone gets), inline, and throws InvalidThisError
 // before it reads anything of `this`; a check called through `this` (as
@@ -17,7 +17,7 @@
 // members check `#handle`. release() frees the handle only when close() runs
 // it (handleToRelease), so no call of it frees a pointer the package did not make.
 import process from 'node:process';
-import { InvalidThisError, RdmaArgumentError, ResourceClosedError } from './errors.js';
+import { InvalidThisError, RdmaArgumentError, ResourceClosedError, asObject } from './errors.js';
 import type { Pointer } from '../../ffi/library.js';
 
 const leakWarnings = new FinalizationRegistry<string>((description) => {
@@ -128,20 +128,20 @@ export abstract class Resource {
 
   /** Whether close() has run (on this resource or a parent). */
   get closed(): boolean {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     return this.#lifetime.closed;
   }
 
   /** The native pointer. Unsafe: it dangles after close(). */
   get unsafeHandle(): Pointer {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     this.ensureOpen('unsafeHandle');
     return this.#handle;
   }
 
   /** Moves this resource under another parent (rdma_migrate_id moves an id to another channel). */
   protected reparent(parent: Resource | undefined): void {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     if (parent === this.parent) return;
     parent?.ensureOpen(`move a ${this.kind}`);
     if (this.parent) this.parent.#children!.delete(this);
@@ -155,7 +155,7 @@ export abstract class Resource {
    * closes it first, as a parent would (a QP on a CQ it does not own).
    */
   protected use(resource: Resource): void {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     resource.ensureOpen(`create a ${this.kind} on it`);
     (resource.#users ??= new Set()).add(this);
     (this.#used ??= []).push(resource);
@@ -163,19 +163,19 @@ export abstract class Resource {
 
   /** Throws ResourceClosedError when closed. */
   protected ensureOpen(operation: string): void {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     if (this.#lifetime.closed) throw new ResourceClosedError(this.kind, operation);
   }
 
   /** The handle, for this resource's own native calls. */
   protected get handle(): Pointer {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     return this.#handle;
   }
 
   /** Closes children and users (newest first), then frees this resource's native object. Idempotent. */
   close(): void {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     if (this.#lifetime.closed) return;
     let firstError: unknown;
     const dependents = [...(this.#children ?? []), ...(this.#users ?? [])];
@@ -203,7 +203,7 @@ export abstract class Resource {
   }
 
   [Symbol.dispose](): void {
-    if (!(#handle in Object(this))) throw notAResource();
+    if (!(#handle in asObject(this))) throw notAResource();
     this.close();
   }
 

@@ -9,7 +9,7 @@ import type { Pointer } from '../../ffi/library.js';
 import { ibv_ah_attr, type IbvAhAttr } from '../../structs/verbs-resources.js';
 import { ibv_grh } from '../../structs/verbs-work.js';
 import { Resource, handleToRelease } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { encodeWorkCompletion, type WorkCompletion } from '../work/work-completion.js';
 import { WcFlag, type WcFlagName } from '../core/enums.js';
@@ -43,7 +43,7 @@ const receivedCompletion = z.object({
 });
 
 export class AddressHandle extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   private constructor(handle: Pointer, pd: Resource) {
     super('address handle', handle, pd);
@@ -80,12 +80,12 @@ export class AddressHandle extends Resource {
 
   /** The handle is for the send path; it must outlive the sends that name it. */
   get pointer(): Pointer {
-    if (!(#brand in Object(this))) throw new InvalidThisError('AddressHandle');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('AddressHandle');
     return this.unsafeHandle;
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('AddressHandle');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('AddressHandle');
     checkVerbs('ibv_destroy_ah', libibverbs.ibv_destroy_ah(handleToRelease(this, 'AddressHandle')));
   }
 }

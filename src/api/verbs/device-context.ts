@@ -11,7 +11,7 @@ import { readPointer, readPointerArray, type Pointer } from '../../ffi/library.j
 import { ibv_device, ibv_device_attr, type IbvDevice, type IbvDeviceAttr } from '../../structs/verbs-device.js';
 import { ibv_context } from '../../structs/verbs-resources.js';
 import { Resource, handleToRelease } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 import { argumentError, count, cString, instanceCheck, parseArgument, type Holds, type InputIs } from '../core/validate.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { ProtectionDomain } from './protection-domain.js';
@@ -104,7 +104,7 @@ export function deviceLimits(context: Pointer): DeviceLimits {
 }
 
 export class DeviceContext extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
 
   private constructor(
@@ -147,7 +147,7 @@ export class DeviceContext extends Resource {
 
   /** The device's name, e.g. 'rxe0'. */
   get name(): string {
-    if (!(#brand in Object(this))) throw new InvalidThisError('DeviceContext');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('DeviceContext');
     this.ensureOpen('name');
     const device = readPointer(this.handle, koffi.offsetof(ibv_context, 'device'));
     return libibverbs.ibv_get_device_name(device) ?? '';
@@ -155,14 +155,14 @@ export class DeviceContext extends Resource {
 
   /** ibv_query_device's limits, queried once. */
   get limits(): DeviceLimits {
-    if (!(#brand in Object(this))) throw new InvalidThisError('DeviceContext');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('DeviceContext');
     this.ensureOpen('limits');
     return deviceLimits(this.handle);
   }
 
   /** Allocates a protection domain on this device (ibv_alloc_pd). */
   allocPd(): ProtectionDomain {
-    if (!(#brand in Object(this))) throw new InvalidThisError('DeviceContext');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('DeviceContext');
     this.ensureOpen('allocPd');
     return ProtectionDomain.allocate(internal, this, this.handle);
   }
@@ -173,7 +173,7 @@ export class DeviceContext extends Resource {
    * Its queue pairs close before it does. For an id's device, use id.device.
    */
   createCq(options: CqOptions = {}): CompletionQueue {
-    if (!(#brand in Object(this))) throw new InvalidThisError('DeviceContext');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('DeviceContext');
     const operation = 'ibv_create_cq';
     this.ensureOpen(operation);
     const o = parseArgument(operation, 'options', cqOptionsSchema, options);
@@ -195,13 +195,13 @@ export class DeviceContext extends Resource {
    * connections watches one fd, not one per queue. Its queues close before it.
    */
   createCompletionChannel(): CompletionChannel {
-    if (!(#brand in Object(this))) throw new InvalidThisError('DeviceContext');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('DeviceContext');
     this.ensureOpen('ibv_create_comp_channel');
     return CompletionChannel.create(internal, this, this.handle);
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('DeviceContext');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('DeviceContext');
     const handle = handleToRelease(this, 'DeviceContext');
     if (!this.owned) return;
     forgetContextOps(handle);

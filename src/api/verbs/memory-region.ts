@@ -11,7 +11,7 @@ import type { Pointer } from '../../ffi/library.js';
 import { ibv_mr } from '../../structs/verbs-resources.js';
 import type { AccessName } from '../core/enums.js';
 import { Resource, handleToRelease } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 import { z } from 'zod';
 import { parseArgument } from '../core/validate.js';
 import { assertInternal, type Internal } from '../core/internal.js';
@@ -31,7 +31,7 @@ export interface RemoteRegion {
 const pageAlignedSize = z.number().int().min(1, 'at least 1 byte').max(2 ** 40);
 
 export class MemoryRegion extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** The registered memory. Valid for as long as this object is reachable. */
   readonly buffer: Buffer;
@@ -83,25 +83,25 @@ export class MemoryRegion extends Resource {
 
   /** The protection domain this region belongs to. */
   get protectionDomain(): Resource {
-    if (!(#brand in Object(this))) throw new InvalidThisError('MemoryRegion');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('MemoryRegion');
     return this.parent!;
   }
 
   /** The remote descriptor to hand a peer (only useful with REMOTE_READ/WRITE access). */
   get remote(): RemoteRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('MemoryRegion');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('MemoryRegion');
     this.ensureOpen('remote');
     return { address: this.address, rkey: this.rkey, length: this.length };
   }
 
   /** ibv_dereg_mr. Same as close(). */
   deregister(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('MemoryRegion');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('MemoryRegion');
     this.close();
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('MemoryRegion');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('MemoryRegion');
     checkVerbs('ibv_dereg_mr', libibverbs.ibv_dereg_mr(handleToRelease(this, 'MemoryRegion')));
   }
 }

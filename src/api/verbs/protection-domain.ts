@@ -7,7 +7,7 @@ import { checkPointer, checkVerbs } from '../../ffi/errors.js';
 import type { Pointer } from '../../ffi/library.js';
 import { Access, flagMask, type AccessName } from '../core/enums.js';
 import { Resource, handleToRelease } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { MemoryRegion } from './memory-region.js';
 import { AddressHandle } from './address-handle.js';
@@ -18,7 +18,7 @@ const accessSchema = z.array(z.enum(Access.names as [AccessName, ...AccessName[]
 const sizeSchema = z.number().int().min(1, 'a region needs at least 1 byte').max(2 ** 40);
 
 export class ProtectionDomain extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   private constructor(
     handle: Pointer,
@@ -50,7 +50,7 @@ export class ProtectionDomain extends Resource {
    *   Default `['LOCAL_WRITE']`.
    */
   register(buffer: Uint8Array, access?: readonly AccessName[]): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('ProtectionDomain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('ProtectionDomain');
     const operation = 'ProtectionDomain.register';
     this.ensureOpen(operation);
     const memory = parseArgument(operation, 'buffer', registrableBytes, buffer);
@@ -64,7 +64,7 @@ export class ProtectionDomain extends Resource {
    * @param access - As for register(); default `['LOCAL_WRITE']`.
    */
   allocate(size: number, access?: readonly AccessName[]): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('ProtectionDomain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('ProtectionDomain');
     const operation = 'ProtectionDomain.allocate';
     // Checked before the memory is allocated: a closed PD or bad access names would refuse only after (up to 1 TiB).
     this.ensureOpen(operation);
@@ -75,31 +75,31 @@ export class ProtectionDomain extends Resource {
 
   /** rdma_reg_msgs: LOCAL_WRITE. */
   regMsgs(buffer: Uint8Array): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('ProtectionDomain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('ProtectionDomain');
     return this.register(buffer, ['LOCAL_WRITE']);
   }
 
   /** rdma_reg_read: LOCAL_WRITE | REMOTE_READ. */
   regRead(buffer: Uint8Array): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('ProtectionDomain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('ProtectionDomain');
     return this.register(buffer, ['LOCAL_WRITE', 'REMOTE_READ']);
   }
 
   /** rdma_reg_write: LOCAL_WRITE | REMOTE_WRITE. */
   regWrite(buffer: Uint8Array): MemoryRegion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('ProtectionDomain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('ProtectionDomain');
     return this.register(buffer, ['LOCAL_WRITE', 'REMOTE_WRITE']);
   }
 
   /** An address handle for UD sends (ibv_create_ah), e.g. from `established.ud.ahAttr`; AddressHandle.create validates `attr`. */
   createAh(attr: IbvAhAttr): AddressHandle {
-    if (!(#brand in Object(this))) throw new InvalidThisError('ProtectionDomain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('ProtectionDomain');
     this.ensureOpen('createAh');
     return AddressHandle.create(internal, this, this.handle, attr);
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('ProtectionDomain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('ProtectionDomain');
     const handle = handleToRelease(this, 'ProtectionDomain');
     if (this.owned) checkVerbs('ibv_dealloc_pd', libibverbs.ibv_dealloc_pd(handle));
   }

@@ -15,7 +15,7 @@ import { QpType, type QpTypeName } from '../core/enums.js';
 import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource, handleToRelease } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import {
   PreparedRecv, PreparedRecvChain, PreparedSend, PreparedSendChain, postOnce,
@@ -50,7 +50,7 @@ export interface QueuePairCaps {
 }
 
 export class QueuePair extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   readonly qpNum: number;
   readonly type: QpTypeName | `UNKNOWN(${number})`;
@@ -115,7 +115,7 @@ export class QueuePair extends Resource {
 
   /** The protection domain of this queue pair (qp->pd). */
   get protectionDomain(): ProtectionDomain {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('protectionDomain');
     return (this.#protectionDomain ??= this.#protectionDomainOf(this.#pdHandle));
   }
@@ -130,7 +130,7 @@ export class QueuePair extends Resource {
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */
   prepareRecv(region: MemoryRegion, options?: RecvOptions): PreparedRecv {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('prepareRecv');
     this.#refuseWithSrq('prepareRecv');
     return new PreparedRecv(internal, this.#postTarget(), region, options);
@@ -142,7 +142,7 @@ export class QueuePair extends Resource {
    * one call, e.g. to refill a receive ring.
    */
   prepareRecvChain(region: MemoryRegion, options: RecvChainOptions): PreparedRecvChain {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('prepareRecvChain');
     this.#refuseWithSrq('prepareRecvChain');
     return new PreparedRecvChain(internal, this.#postTarget(), region, options);
@@ -150,7 +150,7 @@ export class QueuePair extends Resource {
 
   /** Validates and encodes a send (or RDMA write/read) once; post() it as often as needed. */
   prepareSend(source: MemoryRegion | Uint8Array, options?: SendOptions): PreparedSend {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('prepareSend');
     return new PreparedSend(internal, this.#postTarget(), source, options);
   }
@@ -161,14 +161,14 @@ export class QueuePair extends Resource {
    * one call. Only the last is signaled unless options.signaled says otherwise.
    */
   prepareSendChain(source: MemoryRegion | Uint8Array, options: SendChainOptions): PreparedSendChain {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('prepareSendChain');
     return new PreparedSendChain(internal, this.#postTarget(), source, options);
   }
 
   /** rdma_post_recv: posts one receive into `region`; returns its wr_id. */
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('postRecv');
     this.#refuseWithSrq('postRecv');
     return postOnce(new PreparedRecv(internal, this.#postTarget(), region, options, true));
@@ -179,7 +179,7 @@ export class QueuePair extends Resource {
    * returns its wr_id. A plain buffer may be sent only inline.
    */
   postSend(source: MemoryRegion | Uint8Array, options?: SendOptions): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('postSend');
     return postOnce(new PreparedSend(internal, this.#postTarget(), source, options, true));
   }
@@ -197,7 +197,7 @@ export class QueuePair extends Resource {
    * which sets the timer).
    */
   setMinRnrTimer(code: number): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     const operation = 'ibv_modify_qp';
     this.ensureOpen(operation);
     const c = parseArgument(operation, 'code', rnrTimerCode, code);
@@ -208,28 +208,28 @@ export class QueuePair extends Resource {
 
   /** rdma_get_send_comp: blocks until a send completion; an error status throws WorkCompletionError. */
   getSendComp(): WorkCompletion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('getSendComp');
     return this.sendCq.waitOne();
   }
 
   /** rdma_get_recv_comp: blocks until a receive completion; an error status throws WorkCompletionError. */
   getRecvComp(): WorkCompletion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('getRecvComp');
     return this.recvCq.waitOne();
   }
 
   /** The next send-queue completion, on the event loop (on a shared CQ: the next of any of its QPs; see qpNum). */
   nextSendCompletion(): Promise<WorkCompletion> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('nextSendCompletion');
     return this.sendCq.next();
   }
 
   /** The next receive completion, on the event loop (on a shared CQ: the next of any of its QPs; see qpNum). */
   nextRecvCompletion(): Promise<WorkCompletion> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     this.ensureOpen('nextRecvCompletion');
     return this.recvCq.next();
   }
@@ -240,7 +240,7 @@ export class QueuePair extends Resource {
    * and contexts forgotten.
    */
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('QueuePair');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('QueuePair');
     handleToRelease(this, 'QueuePair'); // refuses any call but close()'s: the QP is destroyed once
     try {
       this.#destroy();

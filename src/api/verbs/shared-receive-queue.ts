@@ -8,13 +8,13 @@ import { ibv_srq } from '../../structs/verbs-resources.js';
 import type { MemoryRegion } from './memory-region.js';
 import type { ProtectionDomain } from './protection-domain.js';
 import { Resource, handleToRelease } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { PreparedRecv, PreparedRecvChain, postOnce, type PostTarget, type RecvChainOptions, type RecvOptions } from '../work/work-request.js';
 import { PreparedRequestIds } from '../work/work-request-ids.js';
 
 export class SharedReceiveQueue extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   readonly maxWr: number;
   readonly maxSge: number;
@@ -39,28 +39,28 @@ export class SharedReceiveQueue extends Resource {
 
   /** Validates and encodes a receive once; post() it each time its buffer is free. */
   prepareRecv(region: MemoryRegion, options?: RecvOptions): PreparedRecv {
-    if (!(#brand in Object(this))) throw new InvalidThisError('SharedReceiveQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('SharedReceiveQueue');
     this.ensureOpen('prepareRecv');
     return new PreparedRecv(internal, this.#target, region, options);
   }
 
   /** Like QueuePair.prepareRecvChain: `options.count` receives posted together by one post(). */
   prepareRecvChain(region: MemoryRegion, options: RecvChainOptions): PreparedRecvChain {
-    if (!(#brand in Object(this))) throw new InvalidThisError('SharedReceiveQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('SharedReceiveQueue');
     this.ensureOpen('prepareRecvChain');
     return new PreparedRecvChain(internal, this.#target, region, options);
   }
 
   /** ibv_post_srq_recv of one receive; returns its wr_id. */
   postRecv(region: MemoryRegion, options?: RecvOptions): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('SharedReceiveQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('SharedReceiveQueue');
     this.ensureOpen('postRecv');
     return postOnce(new PreparedRecv(internal, this.#target, region, options, true));
   }
 
   /** rdma_destroy_srq (after the QPs that use it are gone: the id closes its QP first); then its prepared receives are closed. */
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('SharedReceiveQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('SharedReceiveQueue');
     handleToRelease(this, 'SharedReceiveQueue'); // refuses any call but close()'s: the SRQ is destroyed once
     try {
       this.#destroy();

@@ -10,7 +10,7 @@ import { RdmaError, checkPointer, checkVerbs } from '../../ffi/errors.js';
 import type { Pointer } from '../../ffi/library.js';
 import { ibv_comp_channel } from '../../structs/verbs-resources.js';
 import { Resource, handleToRelease, lifetimeOf, type Lifetime } from '../core/resource.js';
-import { InvalidThisError } from '../core/errors.js';
+import { InvalidThisError, asObject } from '../core/errors.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { FdWatcher, setNonBlocking } from '../core/fd-watcher.js';
 
@@ -43,7 +43,7 @@ export let joinChannel: (channel: CompletionChannel, cq: bigint, member: Channel
 export let contextOfChannel: (channel: CompletionChannel) => Pointer;
 
 export class CompletionChannel extends Resource {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** The channel's fd (non-blocking): readable while an event waits. */
   readonly fd: number;
@@ -79,7 +79,7 @@ export class CompletionChannel extends Resource {
 
   /** How many completion queues use this channel. */
   get queues(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionChannel');
     return this.#members.size;
   }
 
@@ -144,7 +144,7 @@ export class CompletionChannel extends Resource {
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionChannel');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionChannel');
     const handle = handleToRelease(this, 'CompletionChannel');
     // Its queues were closed first (they are its users): no member is left.
     this.#watcher?.close();

@@ -23,7 +23,7 @@ import { ibv_comp_channel, ibv_cq } from '../../structs/verbs-resources.js';
 import { Resource, handleToRelease, lifetimeOf, type Lifetime } from '../core/resource.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { contextOf } from './work-request-ids.js';
-import { InvalidThisError, ResourceClosedError } from '../core/errors.js';
+import { InvalidThisError, ResourceClosedError, asObject } from '../core/errors.js';
 import { argumentError, numberIssue } from '../core/validate.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from '../core/fd-watcher.js';
 import { CompletionChannel, joinChannel, type ChannelWatch } from './completion-channel.js';
@@ -130,7 +130,7 @@ interface Waiter {
 }
 
 export class CompletionQueue extends Resource implements AsyncIterable<WorkCompletion> {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   #mode: CompletionMode = 'adaptive';
   /** Adaptive mode's spin budget: the floor and ceiling in µs, and what it learned between them. */
@@ -196,11 +196,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 'adaptive'
    */
   get mode(): CompletionMode {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return this.#mode;
   }
   set mode(mode: CompletionMode) {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     const known = COMPLETION_MODES.indexOf(mode);
     if (known < 0) throw argumentError('mode', 'mode', `expected one of ${COMPLETION_MODES.map((m) => `'${m}'`).join(', ')}`, 'ERR_INVALID_ARG_VALUE');
     // The table's own string: the wait path's compares with literals are then one pointer
@@ -221,11 +221,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 50
    */
   get spinBudgetUs(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return this.#spinBudgetUs;
   }
   set spinBudgetUs(us: number) {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     this.#spinBudgetUs = checkedSpinUs('spinBudgetUs', us);
     this.#spinBudget.setBounds(us / 1000, this.#maxSpinBudgetUs / 1000);
   }
@@ -243,18 +243,18 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 5000
    */
   get maxSpinBudgetUs(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return this.#maxSpinBudgetUs;
   }
   set maxSpinBudgetUs(us: number) {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     this.#maxSpinBudgetUs = checkedSpinUs('maxSpinBudgetUs', us);
     this.#spinBudget.setBounds(this.#spinBudgetUs / 1000, us / 1000);
   }
 
   /** Adaptive mode's budget as learned now, in µs (spinBudgetUs to maxSpinBudgetUs). */
   get learnedSpinBudgetUs(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return this.#spinBudget.ms * 1000;
   }
 
@@ -266,11 +266,11 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * @defaultValue 1
    */
   get timeSliceMs(): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return this.#timeSliceMs;
   }
   set timeSliceMs(ms: number) {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     if (typeof ms !== 'number' || !(ms >= 0.05 && ms <= MAX_TIME_SLICE_MS)) throw argumentError('timeSliceMs', 'timeSliceMs', `expected a number from 0.05 to ${MAX_TIME_SLICE_MS}`, numberIssue(ms));
     this.#timeSliceMs = ms;
   }
@@ -317,7 +317,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** Polls up to `max` (≤ 16) completions into the internal batch; returns how many. Allocates nothing. */
   poll(max = BATCH): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     if (this.#lifetime.closed) throw new ResourceClosedError(this.kind, 'poll');
     const pollCall = this.#pollCall ?? this.#preparePoll();
     if (max !== this.#pollCount) {
@@ -354,7 +354,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** Status (0 = SUCCESS) of the i-th completion of the last poll(). */
   statusAt(index: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return readStatus(this.#view, this.#at('statusAt', index));
   }
   /**
@@ -363,34 +363,34 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * or taken with contextAt(): a loop that reads only wr_ids should post without one.
    */
   wrIdAt(index: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return readWrId(this.#view, this.#at('wrIdAt', index));
   }
   /** The context of the i-th completion of the last poll(); a one-shot post's is forgotten once taken. */
   contextAt(index: number): unknown {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return contextOf(readWrId(this.#view, this.#at('contextAt', index)));
   }
   /** byte_len of the i-th completion of the last poll(). */
   byteLenAt(index: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return readByteLen(this.#view, this.#at('byteLenAt', index));
   }
 
   /** Opcode (a WcOpcode value: RECV_RDMA_WITH_IMM is 129) of the i-th completion of the last poll(). */
   opcodeAt(index: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return readOpcode(this.#view, this.#at('opcodeAt', index));
   }
   /** Immediate data (host order) of the i-th completion of the last poll(); -1 when it carries none. */
   immDataAt(index: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return readImmData(this.#view, this.#at('immDataAt', index));
   }
 
   /** The i-th completion of the last poll(), decoded (with its context). */
   completionAt(index: number): WorkCompletion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     const base = this.#at('completionAt', index);
     return decodeWorkCompletion(this.#view, base, contextOf(readWrId(this.#view, base)));
   }
@@ -400,7 +400,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * A completion with an error status throws WorkCompletionError.
    */
   waitOne(): WorkCompletion {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     const operation = 'waitOne';
     this.ensureOpen(operation);
     try {
@@ -428,7 +428,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * the process exit while the queue sleeps (see unref()); it defaults to true.
    */
   setListener(listener: CompletionListener | undefined, options: { keepAlive?: boolean } = {}): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     const operation = 'setListener';
     this.ensureOpen(operation);
     if (listener !== undefined && (typeof listener !== 'object' || typeof listener.onCompletions !== 'function' || typeof listener.onCompletionError !== 'function')) {
@@ -450,13 +450,13 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** A sleeping listener keeps the process alive again (as a Node handle's ref()). */
   ref(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     this.#channelWatcher?.setRef(true);
   }
 
   /** A sleeping listener no longer keeps the process alive (as a Node handle's unref()). */
   unref(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     this.#channelWatcher?.setRef(false);
   }
 
@@ -496,7 +496,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The next completion, on the event loop. Error statuses reject with WorkCompletionError. */
   next(): Promise<WorkCompletion> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     if (this.#lifetime.closed) throw new ResourceClosedError(this.kind, 'next');
     if (this.#listener) throw argumentError('next', 'queue', 'this queue hands its completions to a listener (setListener)', 'ERR_INVALID_ARG_VALUE');
     return new Promise<WorkCompletion>((resolve, reject) => {
@@ -524,7 +524,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * WorkCompletionError; closing the queue ends it quietly.
    */
   async *[Symbol.asyncIterator](): AsyncGenerator<WorkCompletion> {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     while (!this.#lifetime.closed) {
       try {
         yield await this.next();
@@ -800,25 +800,25 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
 
   /** The shared completion channel this queue is on (createCq({ channel })), if any. */
   get sharedChannel(): CompletionChannel | undefined {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return this.#sharedChannelResource;
   }
 
   /** @internal The ibv_context (device) this queue is on, read once. */
   get contextHandle(): Pointer {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     this.ensureOpen('contextHandle');
     return (this.#context ??= readPointer(this.handle, CQ_CONTEXT));
   }
 
   /** Whether this queue was made by createCq (and is destroyed by its close). */
   get owned(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     return this.#ownChannel !== undefined;
   }
 
   protected release(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('CompletionQueue');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CompletionQueue');
     const handle = handleToRelease(this, 'CompletionQueue');
     this.#listener = undefined;
     this.#pollCall?.release();

@@ -18,7 +18,7 @@ import { RECV_WR_OFFSET, SEND_WR_OFFSET, SGE_OFFSET, ibv_recv_wr, ibv_send_wr, i
 import { MemoryRegion } from '../verbs/memory-region.js';
 import { nativeScratch, type NativeScratch } from '../core/native-memory.js';
 import { argumentError, instanceCheck, isHonestBytes, isResizable, numberIssue, parseArgument, u32, u64, type Holds, type InputIs } from '../core/validate.js';
-import { InvalidThisError, ResourceClosedError, type RdmaArgumentError } from '../core/errors.js';
+import { InvalidThisError, ResourceClosedError, type RdmaArgumentError, asObject } from '../core/errors.js';
 import { workRequestIds, type PreparedRequestIds, type WorkRequestLease } from './work-request-ids.js';
 import { assertInternal, type Internal } from '../core/internal.js';
 import { markUntransferable } from '../core/untransferable.js';
@@ -381,7 +381,7 @@ function checkSendRules(operation: string, o: z.output<typeof sendOptionsSchema>
  */
 abstract class PreparedPost {
   /**
-   * The brand every member checks first (`#brand in Object(this)`): only the
+   * The brand every member checks first (`#brand in asObject(this)`): only the
    * instances this package made have it. Each class below has its own, for
    * its own members (a member runs only on its own class's instances).
    */
@@ -423,7 +423,7 @@ abstract class PreparedPost {
 
   /** Whether close() has run, here or through the queue's close. */
   get closed(): boolean {
-    if (!(#brand in Object(this))) throw new InvalidThisError(ANY_PREPARED);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(ANY_PREPARED);
     return this.#lease?.released ?? false;
   }
 
@@ -433,18 +433,18 @@ abstract class PreparedPost {
    * completions are in: a later one comes without its context. Idempotent.
    */
   close(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(ANY_PREPARED);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(ANY_PREPARED);
     this.#lease?.release();
   }
 
   [Symbol.dispose](): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(ANY_PREPARED);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(ANY_PREPARED);
     this.close();
   }
 
   /** What every post checks before its crossing: its queue open, its region registered, its ids held. */
   protected check(operation: string): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(ANY_PREPARED);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(ANY_PREPARED);
     if (this.#queueLifetime.closed) throw new ResourceClosedError(this.target.owner.kind, operation);
     if (this.#regionLifetime?.closed) throw new ResourceClosedError('memory region', operation, 'it was deregistered');
     if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
@@ -452,7 +452,7 @@ abstract class PreparedPost {
   }
 
   protected ensureOpen(operation: string): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(ANY_PREPARED);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(ANY_PREPARED);
     if (this.#lease?.released) throw new ResourceClosedError(this.kind, operation);
   }
 
@@ -461,7 +461,7 @@ abstract class PreparedPost {
 }
 
 abstract class PreparedWorkRequest extends PreparedPost {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   readonly wrId: number;
   protected readonly memory: NativeScratch;
@@ -489,7 +489,7 @@ abstract class PreparedWorkRequest extends PreparedPost {
   }
 
   protected writeSge(address: Pointer, length: number, lkey: number): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(SINGLE_PREPARED);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(SINGLE_PREPARED);
     const v = this.memory.view;
     v.setBigUint64(this.sge, address, true);
     v.setUint32(this.sge + SGE_OFFSET.length, length, true);
@@ -503,7 +503,7 @@ abstract class PreparedWorkRequest extends PreparedPost {
    * read within the remote region. An atomic's 8 bytes are fixed.
    */
   setLength(length: number): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(SINGLE_PREPARED);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(SINGLE_PREPARED);
     const operation = 'setLength';
     this.ensureOpen(operation);
     const bound = this.#lengthBound;
@@ -530,7 +530,7 @@ export function postOnce(request: PreparedRecv | PreparedSend): number {
 
 /** A send, RDMA write or read, or atomic, encoded once; post() it as often as you like. */
 export class PreparedSend extends PreparedWorkRequest {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** A UD send's destination, kept alive and checked at each post. */
   readonly #addressHandle: AddressHandle | undefined;
@@ -612,7 +612,7 @@ export class PreparedSend extends PreparedWorkRequest {
    * checked when it was prepared. A few compares and stores: no allocation.
    */
   setRange(offset: number, length: number): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedSend');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedSend');
     const operation = 'setRange';
     this.ensureOpen(operation);
     const size = this.#sourceSize;
@@ -635,7 +635,7 @@ export class PreparedSend extends PreparedWorkRequest {
    * a remote length given at prepare bounds setRange() as before.
    */
   setRemote(address: number, rkey: number): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedSend');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedSend');
     const operation = 'setRemote';
     this.ensureOpen(operation);
     if (!this.#rdma) throw argumentError(operation, 'options.opcode', 'only an RDMA_WRITE or RDMA_READ has a remote address', 'ERR_INVALID_ARG_VALUE');
@@ -649,7 +649,7 @@ export class PreparedSend extends PreparedWorkRequest {
 
   /** Changes the immediate data of a request prepared with one (SEND or RDMA_WRITE with `immediate`). */
   setImmediate(value: number): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedSend');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedSend');
     const operation = 'setImmediate';
     this.ensureOpen(operation);
     if (!this.#immediate) throw argumentError(operation, 'options.immediate', 'the request was prepared without immediate data', 'ERR_INVALID_ARG_VALUE');
@@ -659,7 +659,7 @@ export class PreparedSend extends PreparedWorkRequest {
 
   /** ibv_post_send of this request: one FFI crossing. */
   post(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedSend');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedSend');
     this.check('PreparedSend.post');
     if (this.#addressHandle?.closed) throw new ResourceClosedError('address handle', 'PreparedSend.post', undefined, 'options.ud.ah');
     const ret = this.postCall.call();
@@ -667,14 +667,14 @@ export class PreparedSend extends PreparedWorkRequest {
   }
 
   protected get kind(): string {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedSend');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedSend');
     return 'prepared send';
   }
 }
 
 /** A receive, encoded once; post() it again each time its buffer is free. */
 export class PreparedRecv extends PreparedWorkRequest {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** @internal Use qp.prepareRecv(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvOptions | undefined, once = false) {
@@ -693,14 +693,14 @@ export class PreparedRecv extends PreparedWorkRequest {
 
   /** ibv_post_recv of this request: one FFI crossing. */
   post(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedRecv');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedRecv');
     this.check('PreparedRecv.post');
     const ret = this.postCall.call();
     if (ret !== 0) throw new RdmaError(receivePostName(this.target), ret);
   }
 
   protected get kind(): string {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedRecv');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedRecv');
     return 'prepared receive';
   }
 }
@@ -737,7 +737,7 @@ function chainSlots(operation: string, target: PostTarget, source: MemoryRegion 
  * completion back to i).
  */
 abstract class PreparedChain extends PreparedPost {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   readonly count: number;
   readonly firstWrId: number;
@@ -783,14 +783,14 @@ abstract class PreparedChain extends PreparedPost {
 
   /** The index of the request a completion's wr_id belongs to, or -1 when it is not this chain's. */
   slotOf(wrId: number): number {
-    if (!(#brand in Object(this))) throw new InvalidThisError(PREPARED_CHAIN);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(PREPARED_CHAIN);
     const slot = wrId - this.firstWrId;
     return slot >= 0 && slot < this.count ? slot : -1;
   }
 
   /** For subclasses' encoding: calls `write` with the chain's view and each request's offset in it. */
   protected eachRequest(write: (view: DataView, at: number, index: number) => void): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(PREPARED_CHAIN);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(PREPARED_CHAIN);
     for (let i = 0; i < this.count; i++) write(this.#layout.memory.view, i * this.#layout.wrSize, i);
   }
 
@@ -799,7 +799,7 @@ abstract class PreparedChain extends PreparedPost {
    * request, those before it are posted and the error says how many.
    */
   protected postAll(operation: string): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError(PREPARED_CHAIN);
+    if (!(#brand in asObject(this))) throw new InvalidThisError(PREPARED_CHAIN);
     this.check(operation);
     const ret = this.postCall.call();
     if (ret !== 0) {
@@ -816,7 +816,7 @@ const SEND_CHAIN_WR = { size: ibv_send_wr.size, ...SEND_WR_OFFSET };
 
 /** `count` receives in one chain: one post() refills a whole receive ring. */
 export class PreparedRecvChain extends PreparedChain {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** @internal Use qp.prepareRecvChain(). */
   constructor(key: Internal, target: PostTarget, region: MemoryRegion, options: RecvChainOptions) {
@@ -829,12 +829,12 @@ export class PreparedRecvChain extends PreparedChain {
 
   /** Posts every receive of the chain: one FFI crossing. */
   post(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedRecvChain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedRecvChain');
     this.postAll('PreparedRecvChain.post');
   }
 
   protected get kind(): string {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedRecvChain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedRecvChain');
     return 'prepared receive chain';
   }
 }
@@ -845,7 +845,7 @@ export class PreparedRecvChain extends PreparedChain {
  * (a send queue completes in order), at one completion per post().
  */
 export class PreparedSendChain extends PreparedChain {
-  /** The brand every member checks first (`#brand in Object(this)`): only the instances this package made have it. */
+  /** The brand every member checks first (`#brand in asObject(this)`): only the instances this package made have it. */
   readonly #brand = true;
   /** @internal Use qp.prepareSendChain(). */
   constructor(key: Internal, target: PostTarget, source: MemoryRegion | Uint8Array, options: SendChainOptions) {
@@ -868,12 +868,12 @@ export class PreparedSendChain extends PreparedChain {
 
   /** Posts every send of the chain: one FFI crossing. */
   post(): void {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedSendChain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedSendChain');
     this.postAll('PreparedSendChain.post');
   }
 
   protected get kind(): string {
-    if (!(#brand in Object(this))) throw new InvalidThisError('PreparedSendChain');
+    if (!(#brand in asObject(this))) throw new InvalidThisError('PreparedSendChain');
     return 'prepared send chain';
   }
 }
