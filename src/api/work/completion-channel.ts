@@ -58,14 +58,12 @@ export class CompletionChannel extends Resource {
   readonly #contextSlot = this.#slots.subarray(8);
 
   readonly #context: Pointer;
-  /** Whether the channel is closed, and its ibv_comp_channel, as each wake-up reads them (see Lifetime). */
+  /** Whether the channel is closed, as each wake-up reads it (see Lifetime). */
   readonly #lifetime: Lifetime;
-  readonly #channel: Pointer;
 
   private constructor(handle: Pointer, device: Resource, context: Pointer) {
     super('completion channel', handle, device);
     this.#lifetime = lifetimeOf(this);
-    this.#channel = handle;
     this.#context = context;
     this.fd = koffi.decode(handle, CHANNEL_FD, 'int') as number;
     setNonBlocking(this.fd);
@@ -128,7 +126,7 @@ export class CompletionChannel extends Resource {
   /** Takes up to EVENTS_PER_WAKE events, each handed to the queue it names. */
   #takeEvents(): void {
     for (let taken = 0; taken < EVENTS_PER_WAKE && !this.#lifetime.closed; taken++) {
-      if (libibverbs.ibv_get_cq_event(this.#channel, this.#cqSlot, this.#contextSlot) !== 0) {
+      if (libibverbs.ibv_get_cq_event(this.handle, this.#cqSlot, this.#contextSlot) !== 0) {
         const errno = koffi.errno();
         if (errno === EAGAIN) return;
         const error = new RdmaError('ibv_get_cq_event', errno || 5, 'the completion channel failed (device removed?)');

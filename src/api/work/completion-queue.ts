@@ -177,14 +177,12 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #listener: CompletionListener | undefined;
   /** For a queue made here: its channel (0n without one), destroyed after it. Undefined when borrowed. */
   readonly #ownChannel: Pointer | undefined;
-  /** Whether the queue is closed, and its ibv_cq, as the wait path reads them (see Lifetime). */
+  /** Whether the queue is closed, as the poll and wait path reads it (see Lifetime). */
   readonly #lifetime: Lifetime;
-  readonly #cq: Pointer;
 
   private constructor(handle: Pointer, owner: Resource, ops: ContextOps, ownChannel?: Pointer) {
     super('completion queue', handle, owner);
     this.#lifetime = lifetimeOf(this);
-    this.#cq = handle;
     this.#ops = ops;
     this.#ownChannel = ownChannel;
     if (ownChannel !== undefined) this.#channel = ownChannel;
@@ -764,7 +762,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   #armNotify(): void {
-    const ret = this.#ops.reqNotifyCq(this.#cq, 0);
+    const ret = this.#ops.reqNotifyCq(this.handle, 0);
     if (ret !== 0) throw new RdmaError('ibv_req_notify_cq', ret);
     this.#armed = true;
     this.#sleptSinceSpin = true;
@@ -794,7 +792,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   }
 
   #ackEvents(): void {
-    if (this.#unackedEvents > 0) libibverbs.ibv_ack_cq_events(this.#cq, this.#unackedEvents);
+    if (this.#unackedEvents > 0) libibverbs.ibv_ack_cq_events(this.handle, this.#unackedEvents);
     this.#unackedEvents = 0;
   }
 
