@@ -24,7 +24,7 @@
 # of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (64 writes of 1 MiB each way),
 # BENCH_SOCK_BW_WARMUP_MIB (512: the TS pairs' throughput warm-up, each way, in
 # whole iterations of the run), BENCH_SOCK_CONNS (30 connections, after
-# 10), BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
+# BENCH_SOCK_CONNS_WARMUP, 100: V8's compiler needs them), BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
 # BENCH_SOCK_CPU_ITERS (4: rstream's longer throughput run, whose CPU time less
 # the one-iteration run's is its CPU for the extra bytes).
 # BENCH_ONLY=sockets runs only the socket rows (and ib_send_bw -e, their reference).
@@ -55,6 +55,7 @@ APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ a
 INLINE=${BENCH_INLINE:-0}
 ONLY=${BENCH_ONLY:-}
 SOCK_CONNS=${BENCH_SOCK_CONNS:-30}
+SOCK_CONNS_WARMUP=${BENCH_SOCK_CONNS_WARMUP:-100}
 SOCK_HEAP_MIB=${BENCH_SOCK_HEAP_MIB:-256}
 SOCK_CPU_I=${BENCH_SOCK_CPU_ITERS:-4}
 port=7600
@@ -206,10 +207,16 @@ for r in $(seq 1 "$SOCK_REPS"); do
   say "sockets: ib_send_bw -e 65536 B, run $r (the verbs on completion events, as a socket waits)"
   port=$((port + 1)); pair "$RAW/c-bwev-65536-r$r.txt" ib_send_bw -R -e -I $INLINE -r 2048 -s 65536 -n $BW64K_N -p $port -- ib_send_bw -R -e -I $INLINE -r 2048 -s 65536 -n $BW64K_N -p $port "$ADDR"
 done
-say "sockets: connections per second, rdmacm/net then node:net TCP ($SOCK_CONNS, in one process)"
+say "sockets: connections per second, rdmacm/net, node:net TCP, then rsockets in C ($SOCK_CONNS after $SOCK_CONNS_WARMUP, in one process)"
 port=$((port + 1))
-timeout 600 node "$APP/dist/bench/socket-conns.js" rdma "$ADDR" $port "$SOCK_CONNS" 10 > "$RAW/sock-conns-rdma.json" 2> "$RAW/sock-conns-rdma.json.err" || say "FAILED: rdma connections (see $RAW/sock-conns-rdma.json.err)"
-timeout 600 node "$APP/dist/bench/socket-conns.js" tcp "$ADDR" $port "$SOCK_CONNS" 10 > "$RAW/sock-conns-tcp.json" 2> "$RAW/sock-conns-tcp.json.err" || say "FAILED: tcp connections (see $RAW/sock-conns-tcp.json.err)"
+timeout 600 node "$APP/dist/bench/socket-conns.js" rdma "$ADDR" $port "$SOCK_CONNS" "$SOCK_CONNS_WARMUP" > "$RAW/sock-conns-rdma.json" 2> "$RAW/sock-conns-rdma.json.err" || say "FAILED: rdma connections (see $RAW/sock-conns-rdma.json.err)"
+timeout 600 node "$APP/dist/bench/socket-conns.js" tcp "$ADDR" $port "$SOCK_CONNS" "$SOCK_CONNS_WARMUP" > "$RAW/sock-conns-tcp.json" 2> "$RAW/sock-conns-tcp.json.err" || say "FAILED: tcp connections (see $RAW/sock-conns-tcp.json.err)"
+if [ -x "$APP/rsocket-conns" ]; then
+  port=$((port + 1))
+  timeout 600 "$APP/rsocket-conns" "$ADDR" $port "$SOCK_CONNS" "$SOCK_CONNS_WARMUP" > "$RAW/sock-conns-rsocket.json" 2> "$RAW/sock-conns-rsocket.json.err" || say "FAILED: rsocket connections (see $RAW/sock-conns-rsocket.json.err)"
+else
+  say "no $APP/rsocket-conns (bench/build-rsocket-conns.sh did not build it): the rsockets column stays empty"
+fi
 say "sockets: JS heap while streaming $SOCK_HEAP_MIB MiB"
 port=$((port + 1))
 timeout 600 node --expose-gc "$APP/dist/bench/socket-heap.js" "$ADDR" $port "$SOCK_HEAP_MIB" > "$RAW/sock-heap.json" 2> "$RAW/sock-heap.json.err" || say "FAILED: socket heap check (see $RAW/sock-heap.json.err)"

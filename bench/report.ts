@@ -396,8 +396,10 @@ for (const size of [64, 4096]) {
 {
   const t = existsSync(join(raw, 'sock-conns-rdma.json')) ? json(read('sock-conns-rdma.json')) : undefined;
   const n = existsSync(join(raw, 'sock-conns-tcp.json')) ? json(read('sock-conns-tcp.json')) : undefined;
-  sockets.connections = { ts: t, tcp: n };
-  row('sockets: connections per second, open + close (C column: TCP)', 'conn/s', t?.per_second ?? null, n?.per_second ?? null, '—', null, `${t ? 1 : 0} TS, ${n ? 1 : 0} TCP`);
+  const c = existsSync(join(raw, 'sock-conns-rsocket.json')) ? json(read('sock-conns-rsocket.json')) : undefined;
+  sockets.connections = { ts: t, tcp: n, rsocket: c };
+  row('sockets: connections per second, open + close (C: rsockets)', 'conn/s', t?.per_second ?? null, c?.per_second ?? null, '—', null, `${t ? 1 : 0} TS, ${c ? 1 : 0} C`);
+  row('  the same vs node:net TCP', 'conn/s', t?.per_second ?? null, n?.per_second ?? null, '—', null, `${t ? 1 : 0} TS, ${n ? 1 : 0} TCP`);
 }
 {
   const heap = existsSync(join(raw, 'sock-heap.json')) ? json(read('sock-heap.json')) : undefined;
