@@ -242,6 +242,43 @@ for (const row of connParamRows) {
   });
 }
 
+// connect/accept parse private data apart from the rest (so the parse memo answers the rest): the same refusals with it.
+for (const row of connParamRows.filter((r) => !('privateData' in (r.param as object)))) {
+  test(`connect/accept refuse ${row.name} beside valid private data, as without it`, () => {
+    const path = row.path ? `param.${row.path}` : 'param';
+    for (const kind of ['connect', 'accept'] as const) {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        assertArgumentError({
+          name: `${kind} ${row.name}`, operation: `rdma_${kind}`, path, rule: row.rule,
+          call: () => encodeConnParam(`rdma_${kind}`, { privateData: Buffer.alloc(8), ...(row.param as object) } as ConnParam, kind, 'RC'),
+        });
+      }
+    }
+  });
+}
+
+test('connect/accept read each field once and see what a whole parse sees', () => {
+  const data = Buffer.from('0123456789');
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const encoded = encodeConnParam('rdma_connect', { privateData: data, responderResources: 0, initiatorDepth: 0, retryCount: 5 }, 'connect', 'RC');
+    const struct = koffi.decode(encoded.struct, rdma_conn_param) as RdmaConnParam;
+    assert.deepEqual(
+      [struct.private_data_len, struct.responder_resources, struct.initiator_depth, struct.flow_control, struct.retry_count, struct.rnr_retry_count, struct.srq, struct.qp_num],
+      [10, 0, 0, 1, 5, 7, 0, 0],
+    );
+    assert.ok(encoded.privateData!.equals(data));
+  }
+  // A hidden (non-enumerable) field is still read, as zod reads it: refused, not dropped.
+  const hidden = Object.defineProperty({ privateData: data }, 'retryCount', { value: 9, enumerable: false });
+  assertArgumentError({ name: 'hidden retryCount', operation: 'rdma_connect', path: 'param.retryCount', rule: /retryCount is 0–7/, call: () => encodeConnParam('rdma_connect', hidden, 'connect', 'RC') });
+  // Private data behind a getter is read once.
+  let reads = 0;
+  const getter = { get privateData() { reads++; return data; }, retryCount: 2 };
+  const encoded = encodeConnParam('rdma_accept', getter, 'accept', 'RC');
+  assert.equal(reads, 1);
+  assert.equal((koffi.decode(encoded.struct, rdma_conn_param) as RdmaConnParam).retry_count, 2);
+});
+
 test('connParamSchema fills in the documented defaults', () => {
   assert.deepEqual(connParamSchema.parse({}), {
     responderResources: 1, initiatorDepth: 1, flowControl: 1, retryCount: 7, rnrRetryCount: 7, srq: false, qpNum: 0,

@@ -4,7 +4,7 @@ import { Buffer } from 'node:buffer';
 import koffi from 'koffi';
 import { z } from 'zod';
 import { rdma_conn_param } from '../../structs/rdma-cma.js';
-import { argumentError, bytes, parseArgument, u32, u8, type Holds, type InputIs } from '../core/validate.js';
+import { argumentError, bytes, isHonestBytes, isPlainObject, parseArgument, u32, u8, type Holds, type InputIs } from '../core/validate.js';
 
 /**
  * Private data limits in bytes, from the IB CM and librdmacm (they include no
@@ -96,7 +96,7 @@ export function encodeConnParam(
   // Most connects and accepts take the defaults: one struct, encoded once
   // (librdmacm copies it during the call, so sharing it is safe).
   if (param === undefined || param === null) return (defaultConnParam ??= encodeValidated(connParamSchema.parse({})));
-  const p = parseArgument(operation, 'param', connParamSchema, param);
+  const p = parseConnParam(operation, param);
   const limit = PRIVATE_DATA_LIMITS[transport][kind];
   if (p.privateData && p.privateData.byteLength > limit) {
     throw argumentError(operation, 'param.privateData', `at most ${limit} bytes on ${kind} for ${transport} (got ${p.privateData.byteLength})`, 'ERR_OUT_OF_RANGE');
@@ -105,6 +105,28 @@ export function encodeConnParam(
 }
 
 let defaultConnParam: EncodedConnParam | undefined;
+
+/** ConnParam's fields but the private data, which differs on every connect or accept. */
+const connParamRest = connParamObject.omit({ privateData: true });
+
+/**
+ * connParamSchema's parse. Private data in a plain object of enumerable data
+ * properties is checked on its own and the rest parsed apart, so the parse
+ * memo answers the rest when it repeats (zod took about 3 ms of a socket's
+ * connect and accept in the soft-RoCE guest); anything else parses whole.
+ */
+function parseConnParam(operation: string, param: ConnParam): ResolvedConnParam {
+  if (isPlainObject(param)) {
+    const property = Object.getOwnPropertyDescriptor(param, 'privateData');
+    const privateData: unknown = property && 'value' in property ? property.value : undefined;
+    if (isHonestBytes(privateData) && Object.keys(param).length === Reflect.ownKeys(param).length) {
+      const rest: Record<string, unknown> = { ...param };
+      delete rest.privateData;
+      return { ...parseArgument(operation, 'param', connParamRest, rest), privateData };
+    }
+  }
+  return parseArgument(operation, 'param', connParamSchema, param);
+}
 
 function encodeValidated(p: z.output<typeof connParamSchema>): EncodedConnParam {
   const privateData = p.privateData ? Buffer.from(p.privateData) : undefined;

@@ -70,7 +70,8 @@ const MEMOS_PER_SCHEMA = 4;
 
 const isPrimitive = (value: unknown): boolean => value === null || (typeof value !== 'object' && typeof value !== 'function');
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+/** An object literal's kind: its prototype Object.prototype or null. */
+export const isPlainObject = (value: unknown): value is Record<string, unknown> => {
   if (value === null || typeof value !== 'object') return false;
   const prototype = Object.getPrototypeOf(value);
   return prototype === Object.prototype || prototype === null;
