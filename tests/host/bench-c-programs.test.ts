@@ -1,0 +1,86 @@
+// The bench's C programs, each built by its bench/build-*.sh with the packages
+// scripts/install-deps.sh installs: warning-free (-Wall -Wextra -Werror), and
+// each checked without a device. What they measure needs one: npm run bench.
+// - uv-pingpong.c, the events mode's C floor on libuv, and rsocket-conns.c,
+//   rsockets' connections per second: a bad command line is refused with
+//   exit 2 and one line, before anything native.
+// - wake-charge.c, the LD_PRELOAD shim of bench/wake-charge.sh: it defines
+//   ibv_get_cq_event for the dynamic linker to bind ahead of libibverbs'.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import process from 'node:process';
+import { packageRoot } from '../../src/package-info.js';
+
+const work = mkdtempSync(join(tmpdir(), 'rdmacm-bench-c-'));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+/** Each bad command line, and what its one line of stderr says. */
+type BadCommandLines = [string[], RegExp][];
+
+/** The exit code 2, one line on stderr and nothing on stdout, for each bad command line. */
+function refusesEach(name: string, cases: BadCommandLines): (program: string) => void {
+  return (program) => {
+    for (const [args, message] of cases) {
+      const run = spawnSync(program, args, { encoding: 'utf8', timeout: 10_000 });
+      assert.equal(run.status, 2, `${name} ${args.join(' ')}: ${run.stderr}`);
+      assert.match(run.stderr, message);
+      assert.equal(run.stdout, '');
+    }
+  };
+}
+
+const programs: { source: string; output: string; needs: string; tools: string; install: string; check: string; verify: (program: string) => void }[] = [
+  {
+    source: 'uv-pingpong.c', output: 'uv-pingpong', needs: '/usr/include/uv.h', tools: 'command -v cc', install: 'gcc libuv1-dev',
+    check: 'refuses a bad command line with exit 2 and one line',
+    verify: refusesEach('uv-pingpong', [
+      [[], /^uv-pingpong: the client needs the server's address\n$/],
+      [['-m', 'spin', '10.0.0.1'], /^uv-pingpong: -m takes uv, block or busy\n$/],
+      [['-s', '-T'], /^uv-pingpong: -T is the client's, with -m uv or busy\n$/],
+      [['-m', 'block', '-T', '10.0.0.1'], /^uv-pingpong: -T is the client's, with -m uv or busy\n$/],
+      [['-z', '0', '10.0.0.1'], /^uv-pingpong: -z takes 1–4096/],
+      [['-s', '-t', '70000'], /-t 0–65536\n$/],
+    ]),
+  },
+  {
+    source: 'rsocket-conns.c', output: 'rsocket-conns', needs: '/usr/include/rdma/rsocket.h', tools: 'command -v cc', install: 'gcc librdmacm-dev',
+    check: 'refuses a bad command line with exit 2 and one line',
+    verify: refusesEach('rsocket-conns', [
+      [[], /^rsocket-conns: takes ADDRESS PORT \[COUNT\] \[WARMUP\]\n$/],
+      [['10.0.0.1', '1', '2', '3', '4'], /^rsocket-conns: takes ADDRESS PORT/],
+      [['fe80::1', '7000'], /^rsocket-conns: ADDRESS takes an IPv4 address\n$/],
+      [['10.0.0.1', '0'], /^rsocket-conns: PORT takes 1-65535\n$/],
+      [['10.0.0.1', '7000x'], /^rsocket-conns: PORT takes 1-65535\n$/],
+      [['10.0.0.1', '7000', '0'], /^rsocket-conns: COUNT takes 1-1000000\n$/],
+      [['10.0.0.1', '7000', '5', '-1'], /^rsocket-conns: WARMUP takes 0-1000000\n$/],
+    ]),
+  },
+  {
+    source: 'wake-charge.c', output: 'wake-charge.so', needs: '/usr/include/infiniband/verbs.h', tools: 'command -v cc && command -v nm', install: 'gcc libibverbs-dev',
+    check: 'defines ibv_get_cq_event',
+    verify: (shim) => {
+      const symbols = spawnSync('nm', ['-D', '--defined-only', shim], { encoding: 'utf8' });
+      assert.equal(symbols.status, 0, symbols.stderr);
+      assert.match(symbols.stdout, /^[0-9a-f]+ T ibv_get_cq_event$/m);
+    },
+  },
+];
+
+for (const { source, output, needs, tools, install, check, verify } of programs) {
+  // scripts/install-deps.sh installs the compiler and the headers, so CI never skips.
+  const buildable = existsSync(needs) && spawnSync('sh', ['-c', tools]).status === 0;
+  const skip = !buildable && !process.env.CI && `no C compiler or headers (Debian: apt-get install ${install})`;
+  const built = join(work, output);
+  const script = `bench/build-${source.replace(/\.c$/, '')}.sh`;
+
+  test(`bench/${source} builds with -Wall -Wextra -Werror (${script}) and ${check}`, { skip }, () => {
+    const build = spawnSync('bash', [script, built], { cwd: packageRoot(), encoding: 'utf8' });
+    assert.equal(build.status, 0, build.stderr);
+    assert.equal(build.stderr, '');
+    verify(built);
+  });
+}
