@@ -24,7 +24,8 @@
 # of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (64 writes of 1 MiB each way),
 # BENCH_SOCK_BW_WARMUP_MIB (512: the TS pairs' throughput warm-up, each way, in
 # whole iterations of the run), BENCH_SOCK_CONNS (30 connections, after
-# BENCH_SOCK_CONNS_WARMUP, 100: V8's compiler needs them), BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
+# BENCH_SOCK_CONNS_WARMUP, 100: V8's compiler needs them),
+# BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
 # BENCH_SOCK_CPU_ITERS (4: rstream's longer throughput run, whose CPU time less
 # the one-iteration run's is its CPU for the extra bytes).
 # BENCH_ONLY=sockets runs only the socket rows (and ib_send_bw -e, their reference).
