@@ -110,10 +110,11 @@ let defaultConnParam: EncodedConnParam | undefined;
 const connParamRest = connParamObject.omit({ privateData: true });
 
 /**
- * connParamSchema's parse. Private data in a plain object of enumerable data
- * properties is checked on its own and the rest parsed apart, so the parse
- * memo answers the rest when it repeats (zod took about 3 ms of a socket's
- * connect and accept in the soft-RoCE guest); anything else parses whole.
+ * connParamSchema's parse. Private data held in a data property of a plain
+ * object whose own keys are all enumerable strings is checked on its own and
+ * the rest parsed apart, so the parse memo answers the rest when it repeats
+ * (zod took about 3 ms of a socket's connect and accept in the soft-RoCE
+ * guest); anything else parses whole.
  */
 function parseConnParam(operation: string, param: ConnParam): ResolvedConnParam {
   if (isPlainObject(param)) {
