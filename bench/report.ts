@@ -95,6 +95,8 @@ function row(figure: string, unit: string, ts: number | null, c: number | null, 
 const raw_: Record<string, unknown> = {};
 /** A one-line file bench/guest.sh leaves beside the runs, or `fallback` when there is none. */
 const readLine = (name: string, fallback: string) => (existsSync(join(raw, name)) ? read(name).trim() : fallback);
+/** A raw file's JSON line, or undefined when the run left no file. */
+const readJson = (name: string) => (existsSync(join(raw, name)) ? json(read(name)) : undefined);
 /** The Node line of the events and socket rows run on a second Node (bench/guest.sh's NEXT_NODE). */
 const nextNodeVersion = readLine('next-node-version.txt', 'the newest line');
 for (const size of [2, 4096]) {
@@ -215,7 +217,7 @@ row('ib_write_bw 65536 B (C only, reference)', 'MB/s', null, pick(writeBw, 'BW a
 
 // Where a completion's time goes on the event loop (bench/event-path.ts): for the record, no targets.
 {
-  const path = existsSync(join(raw, 'event-path.json')) ? json(read('event-path.json')) : undefined;
+  const path = readJson('event-path.json');
   raw_.event_path = path ?? null;
   const one = path ? '1 TS' : '0';
   const figure = (label: string, key: string) => row(`event path: ${label}`, 'µs', path?.[key] ?? null, null, '—', null, one);
@@ -262,7 +264,7 @@ row('connection setup, cold first round (TS)', 'µs', median(tsConn.map((t) => t
 const warming = (t: TsConnRun) => median(t.warmup_rounds.slice(1, 13).map((round) => round.setup_us_per_conn)) ?? NaN;
 row('connection setup, warming rounds 2–13 (TS)', 'µs', median(tsConn.map(warming)), cSetup, '—', null, perProcessRuns);
 
-const heap = existsSync(join(raw, 'heap.json')) ? json(read('heap.json')) : undefined;
+const heap = readJson('heap.json');
 raw_.heap = heap;
 // "None": what a loop that allocates nothing leaves after gc(); 4 KiB allows for the heap's own bookkeeping.
 const heapRounds = (heap as unknown as { rounds?: { heap_growth_bytes: number }[] } | undefined)?.rounds ?? [];
@@ -394,15 +396,15 @@ for (const size of [64, 4096]) {
   if (n.length || c.length) row('host: node:net TCP\'s mean 64 B (TS column) vs rstream -T s, loopback', 'µs', pick(n, 'usec_per_xfer'), pick(c, 'usec_per_xfer'), '—', null, `${n.length} TCP, ${c.length} rstream -T s`);
 }
 {
-  const t = existsSync(join(raw, 'sock-conns-rdma.json')) ? json(read('sock-conns-rdma.json')) : undefined;
-  const n = existsSync(join(raw, 'sock-conns-tcp.json')) ? json(read('sock-conns-tcp.json')) : undefined;
-  const c = existsSync(join(raw, 'sock-conns-rsocket.json')) ? json(read('sock-conns-rsocket.json')) : undefined;
+  const t = readJson('sock-conns-rdma.json');
+  const n = readJson('sock-conns-tcp.json');
+  const c = readJson('sock-conns-rsocket.json');
   sockets.connections = { ts: t, tcp: n, rsocket: c };
   row('sockets: connections per second, open + close (C: rsockets)', 'conn/s', t?.per_second ?? null, c?.per_second ?? null, '—', null, `${t ? 1 : 0} TS, ${c ? 1 : 0} C`);
   row('  the same vs node:net TCP', 'conn/s', t?.per_second ?? null, n?.per_second ?? null, '—', null, `${t ? 1 : 0} TS, ${n ? 1 : 0} TCP`);
 }
 {
-  const heap = existsSync(join(raw, 'sock-heap.json')) ? json(read('sock-heap.json')) : undefined;
+  const heap = readJson('sock-heap.json');
   sockets.heap = heap;
   // A leak of even 16 B per 64 KiB chunk read would grow it by 64 KiB over 256 MiB; collections leave tens of KiB of noise either way.
   row(`sockets: JS heap growth over ${heap?.mib ?? '?'} MiB streamed`, 'B', heap?.heap_growth_bytes ?? null, null, 'none (≤ 64 KiB)', (_r, ts) => ts <= 65536, heap ? '1 TS' : '0');
@@ -410,7 +412,7 @@ for (const size of [64, 4096]) {
   rounds.forEach((round, i) => row(`  heap growth, round ${i + 1} of ${rounds.length} (${round.mib} MiB)`, 'B', round.heap_growth_bytes, null, '—', null, '1 TS'));
 }
 
-const overhead = existsSync(join(raw, 'overhead.json')) ? json(read('overhead.json')) : undefined;
+const overhead = readJson('overhead.json');
 raw_.overhead = overhead;
 if (overhead) {
   // Bound calls are opt-in (RDMACM_BOUND_CALLS=1): the plain rows are what a user gets by default.

@@ -101,7 +101,11 @@ int main(int argc, char **argv) {
   if (rlisten(listener, 16) != 0) die("rlisten");
   sem_init(&server_closed, 0, 0);
   pthread_t server;
-  if (pthread_create(&server, NULL, serve, NULL) != 0) die("pthread_create");
+  int failed = pthread_create(&server, NULL, serve, NULL);
+  if (failed != 0) {
+    errno = failed; /* pthread_create returns its error instead of setting errno */
+    die("pthread_create");
+  }
 
   for (long i = 0; i < warmup; i++) cycle(&address);
   double started = now_ms();

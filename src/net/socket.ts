@@ -630,7 +630,7 @@ export class RdmaSocket extends Duplex {
     if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     clearTimeout(this.#idleTimer);
     // Made only for something still waiting: an error and its stack cost a socket's close about half a millisecond in the soft-RoCE guest.
-    let closed = error ?? undefined;
+    let closed = error;
     const closedError = (): Error => (closed ??= new RdmaNetCodeError('ERR_SOCKET_CLOSED', 'the socket was destroyed'));
     for (const pending of this.#pendingDirect.takeAll()) pending.reject(closedError());
     // A write or an end still waiting for room or for the connection is answered now: nothing else would answer it.

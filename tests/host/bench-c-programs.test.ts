@@ -21,23 +21,31 @@ after(() => rmSync(work, { recursive: true, force: true }));
 /** Each bad command line, and what its one line of stderr says. */
 type BadCommandLines = [string[], RegExp][];
 
+/** What a built program is checked for, and the check. */
+interface Check {
+  check: string;
+  verify(program: string): void;
+}
+
 /** The exit code 2, one line on stderr and nothing on stdout, for each bad command line. */
-function refusesEach(name: string, cases: BadCommandLines): (program: string) => void {
-  return (program) => {
-    for (const [args, message] of cases) {
-      const run = spawnSync(program, args, { encoding: 'utf8', timeout: 10_000 });
-      assert.equal(run.status, 2, `${name} ${args.join(' ')}: ${run.stderr}`);
-      assert.match(run.stderr, message);
-      assert.equal(run.stdout, '');
-    }
+function refusesEach(name: string, cases: BadCommandLines): Check {
+  return {
+    check: 'refuses a bad command line with exit 2 and one line',
+    verify: (program) => {
+      for (const [args, message] of cases) {
+        const run = spawnSync(program, args, { encoding: 'utf8', timeout: 10_000 });
+        assert.equal(run.status, 2, `${name} ${args.join(' ')}: ${run.stderr}`);
+        assert.match(run.stderr, message);
+        assert.equal(run.stdout, '');
+      }
+    },
   };
 }
 
-const programs: { source: string; output: string; needs: string; tools: string; install: string; check: string; verify: (program: string) => void }[] = [
+const programs: ({ source: string; output: string; needs: string; tools: string; install: string } & Check)[] = [
   {
     source: 'uv-pingpong.c', output: 'uv-pingpong', needs: '/usr/include/uv.h', tools: 'command -v cc', install: 'gcc libuv1-dev',
-    check: 'refuses a bad command line with exit 2 and one line',
-    verify: refusesEach('uv-pingpong', [
+    ...refusesEach('uv-pingpong', [
       [[], /^uv-pingpong: the client needs the server's address\n$/],
       [['-m', 'spin', '10.0.0.1'], /^uv-pingpong: -m takes uv, block or busy\n$/],
       [['-s', '-T'], /^uv-pingpong: -T is the client's, with -m uv or busy\n$/],
@@ -48,8 +56,7 @@ const programs: { source: string; output: string; needs: string; tools: string; 
   },
   {
     source: 'rsocket-conns.c', output: 'rsocket-conns', needs: '/usr/include/rdma/rsocket.h', tools: 'command -v cc', install: 'gcc librdmacm-dev',
-    check: 'refuses a bad command line with exit 2 and one line',
-    verify: refusesEach('rsocket-conns', [
+    ...refusesEach('rsocket-conns', [
       [[], /^rsocket-conns: takes ADDRESS PORT \[COUNT\] \[WARMUP\]\n$/],
       [['10.0.0.1', '1', '2', '3', '4'], /^rsocket-conns: takes ADDRESS PORT/],
       [['fe80::1', '7000'], /^rsocket-conns: ADDRESS takes an IPv4 address\n$/],
