@@ -10,7 +10,11 @@ const enabledSchema = z.boolean();
 
 /** Whether requests prepared, and completion queues first polled, from now on use bound calls. */
 export interface BoundCallStatus {
-  /** Asked for: `setBoundCalls(true)`, or `RDMACM_BOUND_CALLS=1` in the environment when setBoundCalls was not called. */
+  /**
+   * Asked for: `setBoundCalls(true)`, or `RDMACM_BOUND_CALLS=1` in the
+   * environment when setBoundCalls was not called (read once, at the first
+   * request or queue that could use them, or the first status asked for).
+   */
   readonly enabled: boolean;
   /** Enabled and working here: posts and polls prepared from now on are bound. */
   readonly active: boolean;
