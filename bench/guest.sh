@@ -9,9 +9,10 @@
 #
 # Needs RDMACM_TEST_ADDR (set by scripts/rxe-vm.sh): the device's IPv4 address.
 # Knobs: BENCH_REPS (default 3), BENCH_LAT_ITERS (5000), BENCH_LAT_EVENTS_ITERS
-# (3000, the ping-pong on the event loop when it sleeps: events, adaptive at its default),
-# BENCH_LAT_SPINNING_ITERS (40000, when it does not: busy-poll, adaptive with BENCH_LAT_SPIN_US;
-# each about 1–3 s, so the 1 ms timer ticks a thousand times or more), BENCH_LAT_SPIN_US (200: adaptive
+# (3000, the ping-pong on the event loop when it sleeps: events),
+# BENCH_LAT_SPINNING_ITERS (40000, when it seldom does: busy-poll, adaptive, whose learned budget
+# spins through this guest's wake-ups; each about 1–3 s, so the 1 ms timer ticks a thousand times
+# or more: 3000 adaptive round trips gave it 226–367 ticks), BENCH_LAT_SPIN_US (200: adaptive
 # mode's spin budget in its second row, fixed there, longer than this guest's round trip), BENCH_BW64_ITERS (40000),
 # BENCH_BW64K_ITERS (4000; runs of a second or two: 5000 and 1000 varied twofold), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
 # and raw-layer triples for connection setup; default BENCH_REPS), BENCH_CONN_ROUNDS
@@ -107,7 +108,7 @@ for r in $(seq 1 "$REPS"); do
   # The event-loop modes (unpinned: they sleep or yield), each client with a
   # 1 ms timer beside it whose lateness says what the mode leaves to the loop.
   for wait in events adaptive busy-poll; do
-    n=$LAT_EV_N; [ $wait = busy-poll ] && n=$LAT_SPINNING_N
+    n=$LAT_EV_N; [ $wait != events ] && n=$LAT_SPINNING_N
     say "lat 2 B on the event loop ($wait), run $r: rdmacm bench --wait $wait --timer, then both in node --single-threaded"
     port=$((port + 1)); pair "$RAW/ts-lat-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $n -p $port --json) -- $(ts lat --wait $wait --timer -s 2 -n $n -p $port --json "$ADDR")
     # The timer again with V8's helper threads off: on two CPUs they take turns with the loops (performance-notes.md).
@@ -115,7 +116,8 @@ for r in $(seq 1 "$REPS"); do
   done
   # Adaptive again with a fixed budget longer than a round trip here: the default floor (50 µs) is a NIC's, and
   # under TCG a round trip takes longer; the default learns a longer budget, this row says what a fixed one does
-  # (performance-notes.md, "Adaptive mode's budget" and "Adaptive mode learns its budget").
+  # (performance-notes.md, "Adaptive mode's budget" and "Adaptive mode learns its budget"; shorter than a
+  # wake-up, it keeps both sides asleep: "A fixed spin budget shorter than a wake-up").
   say "lat 2 B on the event loop (adaptive, spin $LAT_SPIN_US µs fixed), run $r"
   spin=(--spin $LAT_SPIN_US --max-spin $LAT_SPIN_US)
   port=$((port + 1)); pair "$RAW/ts-lat-adaptive-spin-2-r$r.json" $(ts lat --wait adaptive "${spin[@]}" -s 2 -n $LAT_SPINNING_N -p $port --json) -- $(ts lat --wait adaptive "${spin[@]}" --timer -s 2 -n $LAT_SPINNING_N -p $port --json "$ADDR")
