@@ -93,10 +93,12 @@ function row(figure: string, unit: string, ts: number | null, c: number | null, 
 }
 
 const raw_: Record<string, unknown> = {};
+/** A raw file's text, or undefined when the run left no file. */
+const readIfLeft = (name: string) => (existsSync(join(raw, name)) ? read(name) : undefined);
 /** A one-line file bench/guest.sh leaves beside the runs, or `fallback` when there is none. */
-const readLine = (name: string, fallback: string) => (existsSync(join(raw, name)) ? read(name).trim() : fallback);
+const readLine = (name: string, fallback: string) => readIfLeft(name)?.trim() ?? fallback;
 /** A raw file's JSON line, or undefined when the run left no file. */
-const readJson = (name: string) => (existsSync(join(raw, name)) ? json(read(name)) : undefined);
+const readJson = (name: string) => json(readIfLeft(name) ?? '');
 /** The Node line of the events and socket rows run on a second Node (bench/guest.sh's NEXT_NODE). */
 const nextNodeVersion = readLine('next-node-version.txt', 'the newest line');
 for (const size of [2, 4096]) {

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import process from 'node:process';
 import { packageRoot } from '../../src/package-info.js';
 
@@ -28,13 +28,13 @@ interface Check {
 }
 
 /** The exit code 2, one line on stderr and nothing on stdout, for each bad command line. */
-function refusesEach(name: string, cases: BadCommandLines): Check {
+function refusesEach(cases: BadCommandLines): Check {
   return {
     check: 'refuses a bad command line with exit 2 and one line',
     verify: (program) => {
       for (const [args, message] of cases) {
         const run = spawnSync(program, args, { encoding: 'utf8', timeout: 10_000 });
-        assert.equal(run.status, 2, `${name} ${args.join(' ')}: ${run.stderr}`);
+        assert.equal(run.status, 2, `${basename(program)} ${args.join(' ')}: ${run.stderr}`);
         assert.match(run.stderr, message);
         assert.equal(run.stdout, '');
       }
@@ -45,7 +45,7 @@ function refusesEach(name: string, cases: BadCommandLines): Check {
 const programs: ({ source: string; output: string; needs: string; tools: string; install: string } & Check)[] = [
   {
     source: 'uv-pingpong.c', output: 'uv-pingpong', needs: '/usr/include/uv.h', tools: 'command -v cc', install: 'gcc libuv1-dev',
-    ...refusesEach('uv-pingpong', [
+    ...refusesEach([
       [[], /^uv-pingpong: the client needs the server's address\n$/],
       [['-m', 'spin', '10.0.0.1'], /^uv-pingpong: -m takes uv, block or busy\n$/],
       [['-s', '-T'], /^uv-pingpong: -T is the client's, with -m uv or busy\n$/],
@@ -56,7 +56,7 @@ const programs: ({ source: string; output: string; needs: string; tools: string;
   },
   {
     source: 'rsocket-conns.c', output: 'rsocket-conns', needs: '/usr/include/rdma/rsocket.h', tools: 'command -v cc', install: 'gcc librdmacm-dev',
-    ...refusesEach('rsocket-conns', [
+    ...refusesEach([
       [[], /^rsocket-conns: takes ADDRESS PORT \[COUNT\] \[WARMUP\]\n$/],
       [['10.0.0.1', '1', '2', '3', '4'], /^rsocket-conns: takes ADDRESS PORT/],
       [['fe80::1', '7000'], /^rsocket-conns: ADDRESS takes an IPv4 address\n$/],
