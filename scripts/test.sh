@@ -66,51 +66,11 @@ timed() {
   stage_ended=$SECONDS
 }
 
-# The closing lines for the whole run, from the runners' own counts: passed,
-# failed, cancelled and skipped, then each failed test by name, after the step
-# that ran it (the last "platform: STEP: ..." line, or the guest of the two
-# hosts; the TAP reporter's "not ok N - NAME", the spec reporter's
-# "✖ NAME (DURATION)", which it prints twice), then each skipped test with its
-# reason (the TAP reporter's "ok N - NAME # SKIP REASON", the spec reporter's
-# "﹣ NAME (DURATION) # REASON"), then what a file filter left out, what each
-# step ran on, and how long each stage took. CI shows only the log's tail, so
-# the names of the failures belong there.
+# The closing lines for the whole run: the runners' counts and what failed or
+# was skipped (scripts/test-counts.awk), what each step ran on, and how long
+# each stage took.
 summary() {
-  awk '{ where = step; if (match($0, /^\[host[0-9]+\] /)) where = "two hosts, " substr($0, 2, RLENGTH - 3); sub(/^\[host[0-9]+\] /, "") }
-       /^platform: [^:]+: / { step = $0; sub(/^platform: /, "", step); sub(/: .*$/, "", step) }
-       /^ *not ok [0-9]+ - / {
-         name = $0; sub(/^ *not ok [0-9]+ - /, "", name); sub(/ # (TODO|SKIP).*$/, "", name)
-         if (!seen[where name]++) failures[++f] = "[" where "] " name
-       }
-       /^ *✖ / && !/^ *✖ failing tests:$/ {
-         name = $0; sub(/^ *✖ /, "", name); sub(/ \([0-9.]+m?s\)$/, "", name)
-         if (!seen[where name]++) failures[++f] = "[" where "] " name
-       }
-       /^(# |ℹ )pass [0-9]+$/ { passed += $NF }
-       /^(# |ℹ )fail [0-9]+$/ { failed += $NF }
-       /^(# |ℹ )cancelled [0-9]+$/ { cancelled += $NF }
-       /^(# |ℹ )skipped [0-9]+$/ { skipped += $NF }
-       /^ *ok [0-9]+ - .* # SKIP/ {
-         line = $0; sub(/^ *ok [0-9]+ - /, "", line)
-         at = index(line, " # SKIP"); name = substr(line, 1, at - 1); reason = substr(line, at + 7)
-         sub(/^ +/, "", reason); why[++n] = name " — " (reason == "" ? "no reason given" : reason)
-       }
-       /^ *﹣ / {
-         line = $0; sub(/^ *﹣ /, "", line)
-         if (match(line, / \([0-9.]+m?s\)( # |$)/)) {
-           name = substr(line, 1, RSTART - 1); reason = substr(line, RSTART + RLENGTH)
-           if (reason == "SKIP") reason = ""
-         } else { name = line; reason = "" }
-         why[++n] = name " — " (reason == "" ? "no reason given" : reason)
-       }
-       /^device tier: RDMACM_TEST_(ONLY|EXCEPT)=/ { dropped[++d] = $0 }
-       END {
-         printf "tests: %d passed, %d failed, %d cancelled, %d skipped\n", passed, failed, cancelled, skipped
-         for (i = 1; i <= f; i++) printf "  failed: %s\n", failures[i]
-         for (i = 1; i <= n; i++) printf "  skipped: %s\n", why[i]
-         if (n < skipped) printf "  (%d more skipped without a test line to name them)\n", skipped - n
-         for (i = 1; i <= d; i++) printf "  %s\n", dropped[i]
-       }' "$log"
+  awk -f scripts/test-counts.awk "$log"
   # what each step ran on (scripts/platform.mjs; the README's platform table quotes these)
   sed -n 's/^\(\[host0\] \)\{0,1\}platform: /platform: /p' "$log"
   printf 'time: %d s in all\n' "$SECONDS"
