@@ -91,6 +91,10 @@
 #   COMMAND's exit status (with --hosts 2: the first non-zero one in host index
 #        order; if one host's COMMAND fails, the others get RDMACM_VM_GRACE
 #        seconds to finish, then they are killed and report 125)
+#   123  COMMAND failed and a guest's clock did not keep time with this host's
+#        (the guest reads its TSC from this host's, and it jumped): its
+#        timeouts fired at the wrong times, so the failure says nothing of the
+#        code, and a run again is in order (scripts/test.sh runs it once more)
 #   124  timeout (the VMs are killed)
 #   125  VM/harness failure: missing packages that could not be installed,
 #        kernel download failure, guest did not boot (a guest that never
@@ -126,6 +130,7 @@ PROG=rxe-vm.sh
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 PROJECT_DIR=$(cd "$SCRIPT_DIR/.." && pwd -P)
 
+EXIT_CLOCK=123
 EXIT_TIMEOUT=124
 EXIT_VM=125
 EXIT_USAGE=2
@@ -587,7 +592,8 @@ source "$CTL/env.sh"
 ulimit -l unlimited
 ulimit -n 65536 2>/dev/null || true   # servers with hundreds of connections hold an fd per completion channel
 cd "$PROJECT_DIR" || setup_fail "cd $PROJECT_DIR"
-touch "$CTL/started"
+# The guest clock at the command's start and end, for the host to hold against its own (clock_check).
+cut -d" " -f1 /proc/uptime >"$CTL/started"
 
 if [ "$INTERACTIVE" = 1 ]; then
   export TERM="${HOST_TERM:-vt100}"
@@ -613,6 +619,7 @@ else
   wait "$po" "$pe" 2>/dev/null
   stty -F /dev/ttyS0 -onlcr 2>/dev/null   # drains the output queue (TCSADRAIN)
 fi
+cut -d" " -f1 /proc/uptime >"$CTL/ended"
 echo "$rc" >"$CTL/rc.tmp" && mv "$CTL/rc.tmp" "$CTL/rc"
 log "exit code written; powering off"
 stty -F /dev/ttyS1 -a >/dev/null 2>&1
@@ -705,7 +712,7 @@ main() {
   # BOOT_TIMEOUT) boots once more, since nothing ran yet; what the first
   # attempt left is printed first.
   local attempt result started_at run_start=$SECONDS
-  local -a qemu_status=() qemu_seconds=()
+  local -a qemu_status=() qemu_seconds=() seen_started=() seen_ended=()
   for attempt in 1 2; do
     launch_guests
     supervise
@@ -716,7 +723,7 @@ main() {
         sed 's/^/  qemu: /' "$TMP/qemu$i.log" >&2 || true
       done
       for ((i = 0; i < HOSTS; i++)); do rm -rf "$TMP/ctl$i" "$TMP/err$i" "$TMP/out$i" "$TMP/qemu$i.log"; done
-      PIDS=(); HELPERS=(); qemu_status=(); qemu_seconds=()
+      PIDS=(); HELPERS=(); qemu_status=(); qemu_seconds=(); seen_started=(); seen_ended=()
       continue
     fi
     break
@@ -818,6 +825,9 @@ supervise() {
     for ((i = 0; i < HOSTS; i++)); do
       p=${PIDS[$i]}
       [ -n "${done_[$i]:-}" ] && continue
+      # when the command started and ended, by this host's clock (clock_check)
+      if [ -z "${seen_started[$i]:-}" ] && [ -f "$TMP/ctl$i/started" ]; then seen_started[$i]=$(host_uptime); fi
+      if [ -z "${seen_ended[$i]:-}" ] && [ -f "$TMP/ctl$i/rc" ]; then seen_ended[$i]=$(host_uptime); fi
       if kill -0 "$p" 2>/dev/null; then
         alive=$((alive + 1))
         continue
@@ -867,6 +877,24 @@ all_booted() {
   return 0
 }
 host_prefix() { [ "$HOSTS" = 2 ] && printf 'host%s: ' "$1"; return 0; }
+host_uptime() { local up _; read -r up _ </proc/uptime; echo "$up"; }
+
+# Whether host I's guest kept time with this host over its command, from start
+# to end (its uptime then, against this host's when the files appeared, within
+# 0.1 s). The guest keeps time with the TSC, which TCG reads from this host's;
+# where this host is itself a VM whose TSC is not to be trusted (its kernel
+# marks it unstable), it can jump, and a guest once ran 5675 s in a 331 s run:
+# every timeout in it fired early.
+clock_check() {
+  local i=$1 ctl=$TMP/ctl$1 verdict
+  if [ -z "${seen_started[$i]:-}" ] || [ -z "${seen_ended[$i]:-}" ] || [ ! -s "$ctl/started" ] || [ ! -s "$ctl/ended" ]; then return 0; fi
+  verdict=$(awk -v g0="$(cat "$ctl/started")" -v g1="$(cat "$ctl/ended")" -v h0="${seen_started[$i]}" -v h1="${seen_ended[$i]}" 'BEGIN {
+    guest = g1 - g0; host = h1 - h0; slack = 5 + host * 0.05
+    if (guest - host > slack || host - guest > slack) printf "%.0f s by its clock, %.0f s by this host'"'"'s", guest, host }')
+  [ -z "$verdict" ] && return 0
+  msg "$(host_prefix "$i")the guest's clock did not keep time with this host's: its command ran $verdict. The guest reads its TSC from this host's, and it jumped: the command's timeouts fired at the wrong times, and the times it measured are void"
+  return 1
+}
 
 # Why host I has not booted: how its QEMU ended, or that it was stopped.
 boot_failure() {
@@ -905,6 +933,12 @@ report_and_exit() {
   if [ "$result" = timeout ]; then
     msg "timeout: the command did not finish within ${TIMEOUT}s; the VM(s) were killed"
     first=$EXIT_TIMEOUT
+  fi
+  local clock_jumped=''
+  for ((i = 0; i < HOSTS; i++)); do clock_check "$i" || clock_jumped=1; done
+  if [ -n "$clock_jumped" ] && [ -n "$first" ]; then
+    msg "the command failed in a guest whose clock jumped: exit $EXIT_CLOCK (run it again)"
+    first=$EXIT_CLOCK
   fi
   [ "$VERBOSE" = 1 ] && msg "exit codes: ${codes[*]}"
   trap - INT TERM HUP EXIT

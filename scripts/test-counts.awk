@@ -8,6 +8,7 @@
 #     line under one of them. CI shows only the tail of a run, so the names belong here.
 #   each skipped test with its reason: the TAP reporter's
 #     "ok N - NAME # SKIP REASON", the spec reporter's "﹣ NAME (DURATION) # REASON"
+#   each VM pass that ran twice because a guest's clock jumped (scripts/test.sh's vm_pass)
 #   what a file filter left out ("device tier: RDMACM_TEST_ONLY=...").
 
 {
@@ -56,6 +57,7 @@ awaiting[where] == "error" && /^ *error: / {
   } else { name = line; reason = "" }
   why[++n] = name " — " (reason == "" ? "no reason given" : reason)
 }
+/^== the same pass again: / { again[++a] = substr($0, 4) }
 /^device tier: RDMACM_TEST_(ONLY|EXCEPT)=/ { dropped[++d] = $0 }
 
 END {
@@ -66,6 +68,7 @@ END {
   }
   for (i = 1; i <= n; i++) printf "  skipped: %s\n", why[i]
   if (n < skipped) printf "  (%d more skipped without a test line to name them)\n", skipped - n
+  for (i = 1; i <= a; i++) printf "  %s\n", again[i]
   for (i = 1; i <= d; i++) printf "  %s\n", dropped[i]
 }
 

@@ -57,6 +57,21 @@ tier_run() {
   "$@" 2>&1 | tee -a "$log"
 }
 
+# Runs a VM pass as tier_run does, and once more if it failed in a guest whose
+# clock jumped (rxe-vm.sh's exit 123: its timeouts fired at the wrong times);
+# the void pass's output is shown but left out of the summary's counts.
+vm_pass() {
+  local rc=0
+  "$@" 2>&1 | tee "$log.pass" || rc=$?
+  if [ "$rc" = 123 ]; then
+    echo "== the same pass again: it failed in a guest whose clock jumped (above), which says nothing of the code" | tee -a "$log"
+    rc=0
+    "$@" 2>&1 | tee "$log.pass" || rc=$?
+  fi
+  cat "$log.pass" >>"$log"
+  return "$rc"
+}
+
 # timed STAGE: the wall-clock time since the stage before ended, for the
 # closing lines (CI has a time budget; a slower host shows where it went).
 stage_times=()
@@ -94,7 +109,7 @@ main() {
   export RDMACM_DEBIAN_CACHE=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-debian}
   # the runners' output, kept for the summary line
   log=$(mktemp)
-  trap 'rm -f "$log" "$log.other"' EXIT
+  trap 'rm -f "$log" "$log.other" "$log.pass"' EXIT
   bash scripts/install-deps.sh test
   [ -d node_modules/koffi ] && [ -d node_modules/esbuild ] || npm ci --no-audit --no-fund
   npm run --silent build
@@ -135,12 +150,12 @@ main() {
       # rxe-vm.sh sets the guest's own RDMACM_TEST_* variables; a file filter must be passed on.
       local only=()
       if [ -n "${RDMACM_TEST_ONLY:-}" ]; then only=(-e RDMACM_TEST_ONLY); fi
-      tier_run bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-$DEVICE_PASS_TIMEOUT}" ${only[@]+"${only[@]}"} -- sh -c \
+      vm_pass bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-$DEVICE_PASS_TIMEOUT}" ${only[@]+"${only[@]}"} -- sh -c \
         'node scripts/platform.mjs --step "device tier (soft-RoCE VM)" && exec node dist/tests/device/run.js' || status=1
       timed 'device tier (soft-RoCE VM)'
       if [ -z "${RDMACM_TEST_ONLY:-}" ]; then
         echo "== device tier, two hosts (round trips, packet loss and a link flap between two soft-RoCE VMs)"
-        tier_run bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
+        vm_pass bash scripts/rxe-vm.sh --hosts 2 --timeout 900 -- node dist/tests/twohost/run.js || status=1
         timed 'device tier, two hosts'
         echo "== device tier, rdma-core 56 guest, bound calls on, Node $NEXT_NODE (Debian 13: kernel 6.12, glibc 2.41, rdma-core 56; no RDMACM_TEST_* variables)"
         # riostream's default run (about 6 minutes) ran in the first pass, and
@@ -154,7 +169,7 @@ main() {
         # it as another user too, who may not enter this host's HOME.
         local next_node
         next_node=$(bash scripts/node-release.sh "$NEXT_NODE") || status=1
-        tier_run env RDMACM_BOUND_CALLS=1 RDMACM_TEST_EXCEPT=net-riostream-default,event-loop-ping-pong RDMACM_LOAD_CYCLES=500 RDMACM_IDLE_SOCKETS=200 RDMACM_NODE_BIN="$next_node/bin" RDMACM_NODE_MAJOR="$NEXT_NODE" \
+        vm_pass env RDMACM_BOUND_CALLS=1 RDMACM_TEST_EXCEPT=net-riostream-default,event-loop-ping-pong RDMACM_LOAD_CYCLES=500 RDMACM_IDLE_SOCKETS=200 RDMACM_NODE_BIN="$next_node/bin" RDMACM_NODE_MAJOR="$NEXT_NODE" \
           bash scripts/rxe-vm.sh --distro trixie --timeout "$DEVICE_PASS_TIMEOUT" -e RDMACM_BOUND_CALLS -e RDMACM_TEST_EXCEPT -e RDMACM_LOAD_CYCLES -e RDMACM_IDLE_SOCKETS -e RDMACM_NODE_BIN -e RDMACM_NODE_MAJOR -- sh -c \
           'mkdir -p /tmp/node-next && cp "$RDMACM_NODE_BIN/node" /tmp/node-next/ && export PATH="/tmp/node-next:$PATH" &&
            unset RDMACM_NODE_BIN RDMACM_TEST_ADDR RDMACM_TEST_DEVICE RDMACM_TEST_NETDEV &&
