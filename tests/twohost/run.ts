@@ -140,14 +140,18 @@ async function stream(port: number, count: number, scenario: string, during?: { 
 
 const execFileAsync = promisify(execFile);
 
-/** Runs a tool to completion and returns its stdout; a client retries while its server is still starting. */
-async function runTool(args: string[], { attempts = 1, timeoutMs = 240_000 } = {}): Promise<string> {
+/** The longest a tool's run may take here: a few seconds as a rule, 20 s on a loaded host. */
+const TOOL_MS = 90_000;
+
+/** Runs a tool to completion and returns its stdout; a client retries while its server is still starting, all attempts within `timeoutMs`. */
+async function runTool(args: string[], { attempts = 1, timeoutMs = TOOL_MS } = {}): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
   for (let attempt = 1; ; attempt++) {
     try {
-      const { stdout } = await execFileAsync(args[0]!, args.slice(1), { timeout: timeoutMs });
+      const { stdout } = await execFileAsync(args[0]!, args.slice(1), { timeout: Math.max(1000, deadline - Date.now()) });
       return stdout;
     } catch (error) {
-      if (attempt >= attempts) throw error;
+      if (attempt >= attempts || Date.now() + 1000 >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
   }
