@@ -73,14 +73,22 @@ if [ "${BENCH_VM:-0}" != 1 ] && host_has_device; then
 else
   echo "bench: no RDMA device here; running in a soft-RoCE VM (scripts/rxe-vm.sh)" >&2
   where="qemu/TCG guest, rxe on veth"
-  # 3300 s: the session took 38 minutes on 2026-11-29, before its throughput runs grew eightfold (about 2 more)
-  bash scripts/rxe-vm.sh --timeout "${RDMACM_VM_TIMEOUT:-3300}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/guest.sh "$raw"
+  # 3300 s: the session took 38 minutes on 2026-11-29, before its throughput runs grew eightfold (about 2 more).
+  # --clock-strict: a guest whose clock jumped measured nothing worth keeping, so the run stops (exit 123).
+  bash scripts/rxe-vm.sh --clock-strict --timeout "${RDMACM_VM_TIMEOUT:-3300}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/guest.sh "$raw"
 fi
 # The socket rows again across a link between two guests (bench/link.sh); BENCH_LINK=0 skips them.
 # On a host with its own device there is no second host to pair with: run bench/link.sh on two hosts by hand.
 if [ "${BENCH_LINK:-1}" = 1 ] && [ "$where" != "host device" ]; then
   echo "bench: the socket rows across a link between two soft-RoCE guests (scripts/rxe-vm.sh --hosts 2)" >&2
-  bash scripts/rxe-vm.sh --hosts 2 --timeout "${RDMACM_VM_TIMEOUT:-2700}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/link.sh "$raw" ||
+  link_status=0
+  bash scripts/rxe-vm.sh --clock-strict --hosts 2 --timeout "${RDMACM_VM_TIMEOUT:-2700}" "${pass[@]}" -e BENCH_APP="$app" -- bash bench/link.sh "$raw" || link_status=$?
+  if [ "$link_status" = 123 ]; then
+    # a guest's clock jumped (rxe-vm.sh says so above): every time it measured is void
+    mkdir -p "$raw/void" && mv "$raw"/link-* "$raw/void/" 2>/dev/null || true
+    echo "bench: a guest's clock jumped in the two-guest session; its figures are void (moved to $raw/void) and its rows stay empty" >&2
+  elif [ "$link_status" != 0 ]; then
     echo "bench: the two-guest session failed; its rows stay empty" >&2
+  fi
 fi
 node "$app/dist/bench/report.js" "$raw" "$stamp" "$where"
