@@ -9,6 +9,8 @@
 #         inside a soft-RoCE VM (scripts/rxe-vm.sh). The tests run as built JS in
 #         one node process, since start-up is slow in the emulated guest.
 # With CI=true the device tier must really run: a skipped device test fails it.
+# A VM pass that fails in a guest whose clock jumped (rxe-vm.sh's exit 123)
+# runs once more; the closing lines name every failed test.
 # In the VM the tier also boots two guests joined by a virtual link for the
 # round-trip, loss and link-flap tests (tests/twohost); a host's own device has
 # no peer. Then Debian 13's kernel boots with its glibc and rdma-core 56 laid
