@@ -94,8 +94,8 @@
 #        order; if one host's COMMAND fails, the others get RDMACM_VM_GRACE
 #        seconds to finish, then they are killed and report 125)
 #   123  COMMAND failed (or with --clock-strict, ended) and a guest's clock did
-#        not keep time with this host's (the guest reads its TSC from this
-#        host's, and it jumped): its timeouts fired at the wrong times and its
+#        not keep time with this host's (its clock is the TSC, which TCG reads
+#        from this host's): its timeouts fired at the wrong times and its
 #        times are void, so a run again is in order (scripts/test.sh runs a
 #        failed pass once more)
 #   124  timeout (the VMs are killed)
@@ -888,8 +888,8 @@ host_uptime() { local up _; read -r up _ </proc/uptime; echo "$up"; }
 # to end (its uptime then, against this host's when the files appeared, within
 # 0.1 s). The guest keeps time with the TSC, which TCG reads from this host's;
 # where this host is itself a VM whose TSC is not to be trusted (its kernel
-# marks it unstable), it can jump, and a guest once ran 5675 s in a 331 s run:
-# every timeout in it fired early.
+# marks it unstable), it can jump: a guest's uptime once reached 5675 s in a
+# run of 331 s, and every timeout in it fired early.
 clock_check() {
   local i=$1 ctl=$TMP/ctl$1 verdict
   if [ -z "${seen_started[$i]:-}" ] || [ -z "${seen_ended[$i]:-}" ] || [ ! -s "$ctl/started" ] || [ ! -s "$ctl/ended" ]; then return 0; fi
@@ -897,7 +897,7 @@ clock_check() {
     guest = g1 - g0; host = h1 - h0; slack = 5 + host * 0.05
     if (guest - host > slack || host - guest > slack) printf "%.0f s by its clock, %.0f s by this host'"'"'s", guest, host }')
   [ -z "$verdict" ] && return 0
-  msg "$(host_prefix "$i")the guest's clock did not keep time with this host's: its command ran $verdict. The guest reads its TSC from this host's, and it jumped: the command's timeouts fired at the wrong times, and the times it measured are void"
+  msg "$(host_prefix "$i")the guest's clock did not keep time with this host's: its command ran $verdict (the guest's clock is the TSC, which TCG reads from this host's). The command's timeouts fired at the wrong times, and the times it measured are void"
   return 1
 }
 
