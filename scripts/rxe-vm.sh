@@ -886,10 +886,10 @@ host_uptime() { local up _; read -r up _ </proc/uptime; echo "$up"; }
 
 # Whether host I's guest kept time with this host over its command, from start
 # to end (its uptime then, against this host's when the files appeared, within
-# 0.1 s). The guest keeps time with the TSC, which TCG reads from this host's;
-# where this host is itself a VM whose TSC is not to be trusted (its kernel
-# marks it unstable), it can jump: a guest's uptime once reached 5675 s in a
-# run of 331 s, and every timeout in it fired early.
+# 0.1 s). The guest keeps time with the TSC, which TCG reads from this host's,
+# and a guest's clock has run ahead (on a host that is itself a VM, whose
+# kernel marks its TSC unstable): an uptime of 5675 s in a run of 331 s, every
+# timeout in it early (docs/performance-notes.md, "A guest's clock can run away").
 clock_check() {
   local i=$1 ctl=$TMP/ctl$1 verdict
   if [ -z "${seen_started[$i]:-}" ] || [ -z "${seen_ended[$i]:-}" ] || [ ! -s "$ctl/started" ] || [ ! -s "$ctl/ended" ]; then return 0; fi
