@@ -891,13 +891,15 @@ host_uptime() { local up _; read -r up _ </proc/uptime; echo "$up"; }
 # kernel marks its TSC unstable): an uptime of 5675 s in a run of 331 s, every
 # timeout in it early (docs/performance-notes.md, "A guest's clock can run away").
 clock_check() {
-  local i=$1 ctl=$TMP/ctl$1 verdict
+  local i=$1 ctl=$TMP/ctl$1 spans guest host
   if [ -z "${seen_started[$i]:-}" ] || [ -z "${seen_ended[$i]:-}" ] || [ ! -s "$ctl/started" ] || [ ! -s "$ctl/ended" ]; then return 0; fi
-  verdict=$(awk -v g0="$(cat "$ctl/started")" -v g1="$(cat "$ctl/ended")" -v h0="${seen_started[$i]}" -v h1="${seen_ended[$i]}" 'BEGIN {
+  # the two spans, printed only when they part by more than 5 s and 5 %
+  spans=$(awk -v g0="$(cat "$ctl/started")" -v g1="$(cat "$ctl/ended")" -v h0="${seen_started[$i]}" -v h1="${seen_ended[$i]}" 'BEGIN {
     guest = g1 - g0; host = h1 - h0; slack = 5 + host * 0.05
-    if (guest - host > slack || host - guest > slack) printf "%.0f s by its clock, %.0f s by this host'"'"'s", guest, host }')
-  [ -z "$verdict" ] && return 0
-  msg "$(host_prefix "$i")the guest's clock did not keep time with this host's: its command ran $verdict (the guest's clock is the TSC, which TCG reads from this host's). The command's timeouts fired at the wrong times, and the times it measured are void"
+    if (guest - host > slack || host - guest > slack) printf "%.0f %.0f", guest, host }')
+  [ -z "$spans" ] && return 0
+  read -r guest host <<<"$spans"
+  msg "$(host_prefix "$i")the guest's clock did not keep time with this host's: its command ran $guest s by its clock, $host s by this host's (the guest's clock is the TSC, which TCG reads from this host's). The command's timeouts fired at the wrong times, and the times it measured are void"
   return 1
 }
 
