@@ -25,7 +25,7 @@
 # of 64 KiB each way), BENCH_SOCK_BW1M_COUNT (64 writes of 1 MiB each way),
 # BENCH_SOCK_BW_WARMUP_MIB (512: the TS pairs' throughput warm-up, each way, in
 # whole iterations of the run), BENCH_SOCK_CONNS (30 connections, after
-# BENCH_SOCK_CONNS_WARMUP, 100: V8's compiler needs them),
+# BENCH_SOCK_CONNS_WARMUP, 400: V8's compiler needs them; after 100 it was still settling),
 # BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
 # BENCH_SOCK_CPU_ITERS (4: rstream's longer throughput run, whose CPU time less
 # the one-iteration run's is its CPU for the extra bytes).
@@ -57,7 +57,7 @@ APP=${BENCH_APP:-.} # the build to run: bench/run.sh passes a snapshot of bin/ a
 INLINE=${BENCH_INLINE:-0}
 ONLY=${BENCH_ONLY:-}
 SOCK_CONNS=${BENCH_SOCK_CONNS:-30}
-SOCK_CONNS_WARMUP=${BENCH_SOCK_CONNS_WARMUP:-100}
+SOCK_CONNS_WARMUP=${BENCH_SOCK_CONNS_WARMUP:-400}
 SOCK_HEAP_MIB=${BENCH_SOCK_HEAP_MIB:-256}
 SOCK_CPU_I=${BENCH_SOCK_CPU_ITERS:-4}
 port=7600
