@@ -4,7 +4,7 @@
 # runs with its own sources list, lists and cache (signatures checked against
 # the machine's trusted Debian keys), `apt-get download` fetches, `dpkg -x`
 # unpacks. For the layout test against rdma-core 56's headers (trixie) and the
-# trixie guest of scripts/rxe-vm.sh (--distro trixie).
+# trixie and bullseye guests of scripts/rxe-vm.sh (--distro trixie, bullseye).
 #
 #   scripts/debian-packages.sh SUITE PACKAGE...         prints the unpacked root
 #   scripts/debian-packages.sh --depends SUITE PACKAGE  prints `apt-cache depends`

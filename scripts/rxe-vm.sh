@@ -18,7 +18,7 @@
 #                     really cross a link. rxe0 sits on eth0; addresses
 #                     10.78.0.1 and fd78::1 (host0), 10.78.0.2 and fd78::2 (host1). COMMAND runs on
 #                     both guests; output lines are prefixed "[host0] "/"[host1] ".
-#   --distro D     bookworm (default, env RDMACM_VM_DISTRO) or trixie.
+#   --distro D     bookworm (default, env RDMACM_VM_DISTRO), trixie or bullseye.
 #                  bookworm: the guest boots the kernel the host's apt names
 #                     (Debian 12: 6.1) and runs the host's own files.
 #                  trixie: the guest boots Debian 13's kernel (6.12) and its
@@ -32,6 +32,13 @@
 #                     dpkg database stays the host's too: ask the files
 #                     (readlink -f /lib/x86_64-linux-gnu/librdmacm.so.1), not dpkg.
 #                     Needs the network once (Debian's archive), then the cache.
+#                  bullseye: the guest boots Debian 11's kernel (5.10) with
+#                     rdma-core 33 laid over the host root as for trixie
+#                     (libibverbs1, librdmacm1, ibverbs-providers, ibverbs-utils,
+#                     rdmacm-utils); glibc and libnl stay the host's, which are
+#                     newer under the same sonames. rdma-core 33 warns on each
+#                     start of the three providers the host's /etc/libibverbs.d
+#                     names that it lacks (mana, erdma, irdma).
 #   --timeout S    Overall limit in seconds (default 1200, env RDMACM_VM_TIMEOUT).
 #   --project DIR  The folder shared writable, where COMMAND runs (default: the
 #                  parent of this scripts/ folder). For an installed package,
@@ -109,7 +116,7 @@
 #
 # Cache: ${RDMACM_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rdmacm-vm}
 #   kernel/<linux-image-package>/  vmlinuz + the needed .ko files (decompressed)
-#   (--distro trixie: the kernel and the userland also pass through
+#   (--distro trixie or bullseye: the kernel and the userland also pass through
 #   scripts/debian-packages.sh's cache, $RDMACM_DEBIAN_CACHE)
 #   initramfs-<hash>.cpio          rebuilt whenever the init script, the module
 #                                  list, the kernel or busybox change
@@ -173,7 +180,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $HOSTS in 1|2) ;; *) die $EXIT_USAGE "--hosts must be 1 or 2" ;; esac
-case $DISTRO in bookworm|trixie) ;; *) die $EXIT_USAGE "--distro must be bookworm or trixie" ;; esac
+case $DISTRO in bookworm|trixie|bullseye) ;; *) die $EXIT_USAGE "--distro must be bookworm, trixie or bullseye" ;; esac
 case $TIMEOUT in ''|*[!0-9]*) die $EXIT_USAGE "--timeout must be a whole number of seconds" ;; esac
 if [ "$PREPARE_ONLY" = 0 ] && [ $# -eq 0 ]; then
   die $EXIT_USAGE "no command given (usage: $PROG [--hosts N] [--timeout S] -- COMMAND [ARGS...])"
@@ -256,13 +263,15 @@ ensure_packages() {
 MODULES="virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
 netfs fscache 9pnet 9pnet_virtio 9p configfs crc32_generic udp_tunnel ip6_udp_tunnel
 ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth failover net_failover virtio_net sch_netem"
-# trixie's root is an overlay; its kernel's modules are loaded in the order
-# modules.dep gives (6.12 split out helpers the list above does not name).
-[ "$DISTRO" = trixie ] && MODULES="$MODULES overlay"
+# trixie's and bullseye's roots are overlays; their kernels' modules are loaded in
+# the order modules.dep gives (6.12 split out helpers the list above does not name).
+[ "$DISTRO" != bookworm ] && MODULES="$MODULES overlay"
 
 # scripts/debian-packages.sh (its own apt lists and cache, never the host's apt)
 DEBIAN_CACHE=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdmacm-debian}
 TRIXIE_PACKAGES="libc6 libibverbs1 librdmacm1t64 ibverbs-providers ibverbs-utils rdmacm-utils libnl-3-200 libnl-route-3-200"
+# bullseye: its rdma-core only; the host's newer glibc and libnl serve it (same sonames)
+BULLSEYE_PACKAGES="libibverbs1 librdmacm1 ibverbs-providers ibverbs-utils rdmacm-utils"
 debian_packages() {
   [ -f "$SCRIPT_DIR/debian-packages.sh" ] || die $EXIT_VM "--distro $DISTRO needs $SCRIPT_DIR/debian-packages.sh"
   RDMACM_DEBIAN_CACHE=$DEBIAN_CACHE bash "$SCRIPT_DIR/debian-packages.sh" "$@"
@@ -442,7 +451,7 @@ hostname "$(cat /newroot/run/rdmacm/hostname 2>/dev/null || echo rxe-vm)"
 chroot /newroot /bin/bash /run/rdmacm/stage2.sh </dev/console >/dev/console 2>&1
 power_off
 EOF_INIT
-# The guest's root: the host's, or (trixie) the host's under the unpacked packages.
+# The guest's root: the host's, or (trixie, bullseye) the host's under the unpacked packages.
 ROOT_MOUNT_HOST='mount -t 9p -o "$O9P,ro,cache=loose" rdmacm_root /newroot || fail "cannot mount the host root (9p)"'
 read -r -d '' ROOT_MOUNT_OVERLAY <<'EOF_OVERLAY' || true
 # The packages come in their own share: a layer inside another one is refused (ELOOP).
@@ -457,7 +466,9 @@ EOF_OVERLAY
 LOWER=
 ensure_userland() {
   [ "$DISTRO" = bookworm ] && return 0
-  LOWER=$(debian_packages "$DISTRO" $TRIXIE_PACKAGES) || die $EXIT_VM "cannot fetch Debian $DISTRO's packages ($TRIXIE_PACKAGES)"
+  local packages=$TRIXIE_PACKAGES
+  [ "$DISTRO" = bullseye ] && packages=$BULLSEYE_PACKAGES
+  LOWER=$(debian_packages "$DISTRO" $packages) || die $EXIT_VM "cannot fetch Debian $DISTRO's packages ($packages)"
   LOWER=$(cd "$LOWER" && pwd -P)
   case $LOWER in *[!A-Za-z0-9_./+-]*) die $EXIT_VM "the unpacked packages' path $LOWER has a character overlayfs options cannot take" ;; esac
   vlog "userland: $(tr '\n' ' ' <"$LOWER/.packages")"
