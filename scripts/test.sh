@@ -28,8 +28,8 @@
 # laid over this host's files (rxe-vm.sh --distro bullseye), the oldest pair
 # the tier runs, for the smoke test and the device files of connections, the
 # rsocket tools as peers and Node's ecosystem (kernel 5.10's rxe behaves
-# otherwise in three tests of the rest: the step says which). Then an arm64 guest (scripts/arm64-vm.sh: Debian 13's
-# arm64 kernel and userland, the official arm64 Node with koffi's arm64 build,
+# otherwise in four tests of the rest: the step says which). Then an arm64
+# guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and userland, the official arm64 Node with koffi's arm64 build,
 # under QEMU's TCG) runs the smoke test there too (npm run test:arm64; 2 1/4 to
 # 4 minutes), on Node 24; Node 22's x64 build runs the host tier a second time
 # (beside the first), and Node 26's runs its fd-watcher file (Node 26 is where
@@ -184,11 +184,13 @@ main() {
            exec node dist/tests/device/run.js' || status=1
         timed "device tier, rdma-core 56 guest, Node $NEXT_NODE"
         echo "== device tier, rdma-core 33 guest: smoke, connections and sockets (Debian 11's kernel 5.10 and rdma-core 33 over this host's glibc and Node)"
-        # The files whose behaviour kernel 5.10's rxe keeps: it never flushes a
-        # post after disconnect (safe-api), never completes a write with another
-        # connection's key (net's hostile peer: no completion, the bytes intact),
-        # and locked up a CPU when a chain overfilled the send queue towards a
-        # peer without receives (safe-api). The rsocket peers are rdma-core 33's.
+        # The files in which kernel 5.10's rxe did nothing unlike 6.1's. In the
+        # others it did not flush a post after disconnect (safe-api), did not
+        # complete a write with another connection's key (net's hostile peer;
+        # the bytes stayed intact), and held a CPU in the kernel under a send
+        # chain that overfilled its queue (safe-api) and under a blocking
+        # waitOne (async): README, "Kernel 5.10 and rdma-core 33". The rsocket
+        # peers here are rdma-core 33's.
         vm_pass env RDMACM_TEST_ONLY=smoke,connection,ping,net-interop,net-ecosystem \
           bash scripts/rxe-vm.sh --distro bullseye --timeout 900 -e RDMACM_TEST_ONLY -- sh -c \
           'node scripts/platform.mjs --step "device tier, rdma-core 33 guest" --expect-rdma-core 33 &&
