@@ -269,9 +269,14 @@ ib_core ib_uverbs iw_cm ib_cm rdma_cm rdma_ucm rdma_rxe veth failover net_failov
 
 # scripts/debian-packages.sh (its own apt lists and cache, never the host's apt)
 DEBIAN_CACHE=${RDMACM_DEBIAN_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/rdmacm-debian}
-TRIXIE_PACKAGES="libc6 libibverbs1 librdmacm1t64 ibverbs-providers ibverbs-utils rdmacm-utils libnl-3-200 libnl-route-3-200"
-# bullseye: its rdma-core only; the host's newer glibc and libnl serve it (same sonames)
-BULLSEYE_PACKAGES="libibverbs1 librdmacm1 ibverbs-providers ibverbs-utils rdmacm-utils"
+# The packages laid over the host root: trixie's glibc and rdma-core; bullseye's
+# rdma-core only (the host's newer glibc and libnl serve it, under the same sonames).
+userland_packages() {
+  case $DISTRO in
+    trixie) echo "libc6 libibverbs1 librdmacm1t64 ibverbs-providers ibverbs-utils rdmacm-utils libnl-3-200 libnl-route-3-200" ;;
+    bullseye) echo "libibverbs1 librdmacm1 ibverbs-providers ibverbs-utils rdmacm-utils" ;;
+  esac
+}
 debian_packages() {
   [ -f "$SCRIPT_DIR/debian-packages.sh" ] || die $EXIT_VM "--distro $DISTRO needs $SCRIPT_DIR/debian-packages.sh"
   RDMACM_DEBIAN_CACHE=$DEBIAN_CACHE bash "$SCRIPT_DIR/debian-packages.sh" "$@"
@@ -466,8 +471,8 @@ EOF_OVERLAY
 LOWER=
 ensure_userland() {
   [ "$DISTRO" = bookworm ] && return 0
-  local packages=$TRIXIE_PACKAGES
-  [ "$DISTRO" = bullseye ] && packages=$BULLSEYE_PACKAGES
+  local packages
+  packages=$(userland_packages)
   LOWER=$(debian_packages "$DISTRO" $packages) || die $EXIT_VM "cannot fetch Debian $DISTRO's packages ($packages)"
   LOWER=$(cd "$LOWER" && pwd -P)
   case $LOWER in *[!A-Za-z0-9_./+-]*) die $EXIT_VM "the unpacked packages' path $LOWER has a character overlayfs options cannot take" ;; esac

@@ -31,11 +31,11 @@
 # otherwise in four tests of the rest: the step says which). Then an arm64
 # guest (scripts/arm64-vm.sh: Debian 13's arm64 kernel and userland, the
 # official arm64 Node with koffi's arm64 build, under QEMU's TCG) runs the smoke
-# test there too (npm run test:arm64; 2 1/4 to 4 minutes), on Node 24; Node 22's x64 build runs the host tier a second time
-# (beside the first), and Node 26's runs its fd-watcher file (Node 26 is where
-# koffi's poll callbacks leave Node's queues undrained; a whole third host pass
-# cost 2 1/4 minutes of the 40). So every release line that npm's users run (20
-# to 26) runs a tier.
+# test there too (npm run test:arm64; 2 1/4 to 4 minutes), on Node 24; Node 22's
+# x64 build runs the host tier a second time (beside the first), and Node 26's
+# runs its fd-watcher file (Node 26 is where koffi's poll callbacks leave Node's
+# queues undrained; a whole third host pass cost 2 1/4 minutes of the 40). So
+# every release line that npm's users run (20 to 26) runs a tier.
 set -euo pipefail
 
 # The Node release lines besides this host's: the Debian 13 pass runs on
