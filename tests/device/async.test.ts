@@ -78,6 +78,34 @@ async function pairWithReceives(count: number, qp?: QpAttr) {
   return { pair, inbox };
 }
 
+test('waits that each find a completion at once: served in order, and their chain hands the loop a turn within its time slice', { timeout: 60_000 }, async () => {
+  const COUNT = 400;
+  const { pair } = await pairWithReceives(COUNT, { sendWr: COUNT, recvWr: COUNT, inlineData: MESSAGE });
+  try {
+    const { client, server } = pair;
+    const cq = server.queuePair.recvCq;
+    cq.timeSliceMs = 0.05;
+    const payload = Buffer.alloc(MESSAGE);
+    for (let i = 0; i < COUNT; i++) client.postSend(payload, { inline: true, signaled: i === COUNT - 1 });
+    assert.equal((await client.queuePair.nextSendCompletion()).status, 'SUCCESS');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    let taken = 0;
+    for (const mode of ['adaptive', 'events'] as const) {
+      cq.mode = mode;
+      const first = taken;
+      let takenWhenLoopTurned = -1;
+      setImmediate(() => {
+        takenWhenLoopTurned = taken;
+      });
+      for (const end = first + COUNT / 2; taken < end; taken++) assert.equal((await cq.next()).context, taken, `${mode}: completions in order`);
+      // A turn spent before the chain may end its slice at the first wait.
+      assert.ok(takenWhenLoopTurned >= first && takenWhenLoopTurned < taken, `${mode}: the loop turned after ${takenWhenLoopTurned - first} of ${COUNT / 2} waits (-1: not within the chain)`);
+    }
+  } finally {
+    await pair.hangUp();
+  }
+});
+
 test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }, async () => {
   const { pair, inbox } = await pairWithReceives(8);
   const { client, server } = pair;
