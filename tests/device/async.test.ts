@@ -100,7 +100,8 @@ test('waits that each find a completion at once: served in order, and their chai
       });
       for (const end = first + COUNT / 2; taken < end; taken++) assert.equal((await cq.next()).context, taken, `${mode}: completions in order`);
       // A turn spent before the chain may end its slice at the first wait.
-      assert.ok(takenWhenLoopTurned >= first && takenWhenLoopTurned < taken, `${mode}: the loop turned after ${takenWhenLoopTurned - first} of ${COUNT / 2} waits (-1: not within the chain)`);
+      const turned = takenWhenLoopTurned < 0 ? 'not within the chain' : `after ${takenWhenLoopTurned - first} of ${COUNT / 2} waits`;
+      assert.ok(takenWhenLoopTurned >= first && takenWhenLoopTurned < taken, `${mode}: the loop turned ${turned}`);
     }
   } finally {
     await pair.hangUp();
