@@ -26,7 +26,7 @@
 # BENCH_SOCK_BW_WARMUP_MIB (512: the TS pairs' throughput warm-up, each way, in
 # whole iterations of the run), BENCH_SOCK_CONNS (30 connections, after
 # BENCH_SOCK_CONNS_WARMUP, 400: V8's compiler needs them; after 100 it was still settling),
-# BENCH_SOCK_HEAP_MIB (256 MiB streamed for the heap check, after 32),
+# BENCH_SOCK_HEAP_MIB (1024 MiB streamed for the heap check, after 32: the target's 1 GiB),
 # BENCH_SOCK_CPU_ITERS (4: rstream's longer throughput run, whose CPU time less
 # the one-iteration run's is its CPU for the extra bytes).
 # BENCH_ONLY=sockets runs only the socket rows (and ib_send_bw -e, their reference).
@@ -58,7 +58,7 @@ INLINE=${BENCH_INLINE:-0}
 ONLY=${BENCH_ONLY:-}
 SOCK_CONNS=${BENCH_SOCK_CONNS:-30}
 SOCK_CONNS_WARMUP=${BENCH_SOCK_CONNS_WARMUP:-400}
-SOCK_HEAP_MIB=${BENCH_SOCK_HEAP_MIB:-256}
+SOCK_HEAP_MIB=${BENCH_SOCK_HEAP_MIB:-1024}
 SOCK_CPU_I=${BENCH_SOCK_CPU_ITERS:-4}
 port=7600
 

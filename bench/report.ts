@@ -408,7 +408,7 @@ for (const size of [64, 4096]) {
 {
   const heap = readJson('sock-heap.json');
   sockets.heap = heap;
-  // A leak of even 16 B per 64 KiB chunk read would grow it by 64 KiB over 256 MiB; collections leave tens of KiB of noise either way.
+  // A leak of even 4 B per 64 KiB chunk read would grow it by 64 KiB over 1 GiB; collections leave tens of KiB of noise either way.
   row(`sockets: JS heap growth over ${heap?.mib ?? '?'} MiB streamed`, 'B', heap?.heap_growth_bytes ?? null, null, 'none (≤ 64 KiB)', (_r, ts) => ts <= 65536, heap ? '1 TS' : '0');
   const rounds = (heap as unknown as { rounds?: { mib: number; heap_growth_bytes: number }[] } | undefined)?.rounds ?? [];
   rounds.forEach((round, i) => row(`  heap growth, round ${i + 1} of ${rounds.length} (${round.mib} MiB)`, 'B', round.heap_growth_bytes, null, '—', null, '1 TS'));

@@ -13,7 +13,7 @@ import process from 'node:process';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { connect, createServer, type RdmaSocket } from '../src/net/index.js';
 
-const [address, portArg = '7495', mibArg = '256'] = process.argv.slice(2);
+const [address, portArg = '7495', mibArg = '1024'] = process.argv.slice(2);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!address || !gc) {
   console.error('usage: node --expose-gc socket-heap.js ADDRESS [PORT] [MIB]');
