@@ -121,6 +121,13 @@ for r in $(seq 1 "$REPS"); do
   say "lat 2 B on the event loop (adaptive, spin $LAT_SPIN_US µs fixed), run $r"
   spin=(--spin $LAT_SPIN_US --max-spin $LAT_SPIN_US)
   port=$((port + 1)); pair "$RAW/ts-lat-adaptive-spin-2-r$r.json" $(ts lat --wait adaptive "${spin[@]}" -s 2 -n $LAT_SPINNING_N -p $port --json) -- $(ts lat --wait adaptive "${spin[@]}" --timer -s 2 -n $LAT_SPINNING_N -p $port --json "$ADDR")
+  # Events and adaptive again with a completion listener (cq.setListener, as rdmacm/net takes its completions)
+  # instead of next(): no promise and no completion object per receive, receives re-posted a chain at a time.
+  for wait in events adaptive; do
+    n=$LAT_EV_N; [ $wait != events ] && n=$LAT_SPINNING_N
+    say "lat 2 B on the event loop ($wait, listener), run $r"
+    port=$((port + 1)); pair "$RAW/ts-lat-listener-$wait-2-r$r.json" $(ts lat --wait $wait --listener -s 2 -n $n -p $port --json) -- $(ts lat --wait $wait --listener --timer -s 2 -n $n -p $port --json "$ADDR")
+  done
   port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   # The events mode on the newest Node line too (bench/run.sh fetches it): Node 20's wake-up path is the slowest.
   if [ -n "$NEXT_NODE" ]; then

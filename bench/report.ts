@@ -182,6 +182,17 @@ function queuedShare(runs: Record<string, number>[]): number | null {
   row(`adaptive, spin ${spinUs} µs: lat p50 2 B (C: ib_send_lat t_typical)`, 'µs', pick(spun, 'p50_us'), pick(cBusy, 't_typical[usec]'), '—', null, spunRuns);
   row(`adaptive, spin ${spinUs} µs: lat p99 2 B`, 'µs', pick(spun, 'p99_us'), pick(cBusy, '99% percentile[usec]'), '—', null, spunRuns);
   row(`adaptive, spin ${spinUs} µs: 1 ms timer's p99 lateness beside it`, 'ms', pick(spun, 'timer_p99_ms'), null, '—', null, `${spun.length} TS`);
+  // Events and adaptive with a completion listener instead of next() (as rdmacm/net takes completions): what
+  // the modes cost without a promise and a completion object per receive. The targets stay on next()'s rows.
+  for (const [wait, reference] of [['events', 'ib_send_lat -e'], ['adaptive', 'ib_send_lat']] as const) {
+    const t = collect(new RegExp(`^ts-lat-listener-${wait}-2-r\\d+\\.json$`), json);
+    const versus = wait === 'events' ? c : cBusy;
+    raw_[`lat_listener_${wait}_2`] = t;
+    const runs = `${t.length} TS, ${versus.length} C`;
+    row(`${wait}, listener: lat p50 2 B (C: ${reference} t_typical)`, 'µs', pick(t, 'p50_us'), pick(versus, 't_typical[usec]'), '—', null, runs);
+    row(`${wait}, listener: lat p99 2 B`, 'µs', pick(t, 'p99_us'), pick(versus, '99% percentile[usec]'), '—', null, runs);
+    row(`${wait}, listener: 1 ms timer's p99 lateness beside it`, 'ms', pick(t, 'timer_p99_ms'), null, '—', null, `${t.length} TS`);
+  }
   // The events mode on the newest Node line (bench/guest.sh's NEXT_NODE), against the same C.
   const next = collect(/^ts-lat-events-next-2-r\d+\.json$/, json);
   raw_.lat_events_next_node_2 = { node: nextNodeVersion, ts: next };

@@ -362,6 +362,115 @@ export async function latencyServerOnEvents(link: Link, plan: Plan, wait: Comple
 }
 
 /**
+ * The client's ping-pong on the event loop with a CompletionListener instead
+ * of next(): the receive queue calls back when the pong may be in, in `wait`
+ * mode, and the callback reads it with poll() and the *At accessors, as the
+ * busy loop does: no promise and no completion object per round trip (the
+ * socket layer's way). Receives go back a chain at a time, as in latencyClient.
+ */
+export function latencyClientOnListener(
+  link: Link, plan: Plan, progress: Progress | undefined, wait: CompletionMode, onMeasured?: (from: number) => void,
+): Promise<LatencyResult> {
+  const { qp, recvChain, sendSignaled, sendUnsignaled } = link;
+  const recvCq = qp.recvCq;
+  const sendCq = qp.sendCq;
+  recvCq.mode = wait;
+  const timed = plan.durationMs > 0;
+  const capacity = timed ? DURATION_CAPACITY : plan.iters;
+  const samples = new Float64Array(capacity);
+  let pendingSignaled = 0;
+  let measured = 0;
+  const total = plan.warmup + capacity;
+  const runFor = timed ? plan.durationMs : Number.POSITIVE_INFINITY;
+  let deadline = Number.POSITIVE_INFINITY;
+  let measuredFrom = Number.POSITIVE_INFINITY;
+  let i = 0;
+  let start = 0;
+  const ping = (): void => {
+    start = performance.now();
+    measuredFrom = i === plan.warmup ? start : measuredFrom;
+    const signaled = (i & (SIGNAL_EVERY - 1)) === SIGNAL_EVERY - 1;
+    (signaled ? sendSignaled : sendUnsignaled).post();
+    pendingSignaled += signaled ? 1 : 0;
+  };
+  return new Promise<LatencyResult>((resolve, reject) => {
+    const finish = (): void => {
+      recvCq.setListener(undefined);
+      waitForSends(link, pendingSignaled);
+      onMeasured?.(measuredFrom);
+      resolve(latencyStats(samples, measured, plan.size));
+    };
+    ping();
+    recvCq.setListener({
+      onCompletions(): number {
+        const got = recvCq.poll(1);
+        if (got === 0) return 0;
+        const end = performance.now();
+        checkStatuses(recvCq, got, 'receive');
+        if ((i & (RECV_CHAIN - 1)) === RECV_CHAIN - 1) recvChain.post();
+        samples[measured] = (end - start) * 500;
+        measured += i >= plan.warmup ? 1 : 0;
+        progress?.tick(measured);
+        deadline = Math.min(deadline, end + (i >= plan.warmup ? runFor : Number.POSITIVE_INFINITY));
+        if (pendingSignaled > 0) pendingSignaled = reapSends(sendCq, pendingSignaled);
+        if (++i === total || end > deadline) finish();
+        else ping();
+        return got;
+      },
+      onCompletionError: reject,
+    });
+  });
+}
+
+/** latencyServer with a CompletionListener on the event loop (see latencyClientOnListener). */
+export function latencyServerOnListener(link: Link, plan: Plan, wait: CompletionMode): Promise<LatencyResult> {
+  const { qp, recvChain, sendSignaled, sendUnsignaled } = link;
+  const recvCq = qp.recvCq;
+  const sendCq = qp.sendCq;
+  recvCq.mode = wait;
+  const capacity = plan.durationMs > 0 ? DURATION_CAPACITY : plan.iters;
+  const samples = new Float64Array(capacity + 1);
+  let measured = 0;
+  let pendingSignaled = 0;
+  let last = 0;
+  let i = 0;
+  return new Promise<LatencyResult>((resolve, reject) => {
+    recvCq.setListener({
+      onCompletions(): number {
+        const got = recvCq.poll(1);
+        if (got === 0) return 0;
+        const stop = recvCq.statusAt(0) === 0 && recvCq.byteLenAt(0) === 0; // the client's stop message
+        if (!stop) {
+          if ((i & (SIGNAL_EVERY - 1)) === SIGNAL_EVERY - 1) {
+            sendSignaled.post();
+            pendingSignaled++;
+          } else {
+            sendUnsignaled.post();
+          }
+        }
+        const now = performance.now();
+        checkStatuses(recvCq, got, 'receive');
+        if (stop) {
+          recvCq.setListener(undefined);
+          waitForSends(link, pendingSignaled);
+          if (measured === 0) reject(new BenchError('the client sent no measured iterations'));
+          else resolve(latencyStats(samples, measured, plan.size));
+          return got;
+        }
+        if ((i & (RECV_CHAIN - 1)) === RECV_CHAIN - 1) recvChain.post();
+        samples[measured] = (now - last) * 500;
+        measured += (i > plan.warmup ? 1 : 0) & (measured < capacity ? 1 : 0);
+        last = now;
+        if (pendingSignaled > 0) pendingSignaled = reapSends(sendCq, pendingSignaled);
+        i++;
+        return got;
+      },
+      onCompletionError: reject,
+    });
+  });
+}
+
+/**
  * Reaps the completions of signaled sends in a ping-pong and returns how many
  * are still pending; it waits only when the send queue could fill.
  */

@@ -16,12 +16,12 @@ import { COMPLETION_MODES, MAX_SPIN_BUDGET_US, type CompletionMode } from '../ap
 import { TimerProbe, timerLine, type TimerLateness } from '../bench/timer-probe.js';
 import {
   BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
-  DEFAULT_MAX_INLINE, bandwidthClient, bandwidthClientOnEvents, bandwidthServer, bandwidthServerOnEvents, buildLink, latencyClient, latencyClientOnEvents, latencyServer, latencyServerOnEvents,
+  DEFAULT_MAX_INLINE, bandwidthClient, bandwidthClientOnEvents, bandwidthServer, bandwidthServerOnEvents, buildLink, latencyClient, latencyClientOnEvents, latencyClientOnListener, latencyServer, latencyServerOnEvents, latencyServerOnListener,
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
 } from '../bench/loops.js';
 
-const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--spin US] [--max-spin US] [--timer] [--json] [SERVER_ADDR]
+const usage = `Usage: rdmacm bench lat|bw [-s SIZE] [-n ITERS] [-w ITERS] [-D SECONDS] [-p PORT] [-I BYTES] [-e | --wait MODE] [--spin US] [--max-spin US] [--listener] [--timer] [--json] [SERVER_ADDR]
        rdmacm bench stream [options] SERVER_ADDR | -l [BIND_ADDR]   (rdmacm bench stream --help)
 
 Measures RC send/recv between two rdmacm bench processes, as perftest's
@@ -63,6 +63,10 @@ Options:
                          A budget longer than a round trip never sleeps in a ping-pong
       --max-spin US      with --wait adaptive: the longest budget it learns (the
                          queue's maxSpinBudgetUs; default 5000; at or under --spin: fixed)
+      --listener         lat with -e or --wait: take each receive with a completion
+                         listener (cq.setListener: poll() and the *At accessors when
+                         the queue calls back, as rdmacm/net does) instead of
+                         cq.next(): no promise and no completion object per receive
       --timer            lat with -e or --wait: run a 1 ms interval timer beside the
                          ping-pong and report how late its ticks fire (ms) over the
                          measured round trips, and apart over the warm-up: how much
@@ -206,11 +210,11 @@ function spinWords({ spinUs, maxSpinUs }: SpinOptions): string {
   return `${spinUs !== undefined ? `, spin ${spinUs} µs` : ''}${maxSpinUs !== undefined ? `, max spin ${maxSpinUs} µs` : ''}`;
 }
 
-function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined, spin: SpinOptions): string {
+function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, role: string, inline: boolean, wait: CompletionMode | undefined, spin: SpinOptions, onListener: boolean): string {
   const cols = ['min', 'p50', 'avg', 'p99', 'p99.9', 'max'];
   const vals = [r.min_us, r.p50_us, r.avg_us, r.p99_us, r.p999_us, r.max_us];
   const timer = r.timer_ticks === undefined ? '' : timerLine(r as TimerLateness);
-  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait}${spinWords(spin)})` : ''}\n` +
+  return `rdmacm bench lat (${role}): ${r.size} B, ${r.iters} iterations after ${plan.warmup} warm-up, RC send/recv${inline ? ', inline' : ''}${wait ? `, on the event loop (${wait}${spinWords(spin)}${onListener ? ', listener' : ''})` : ''}\n` +
     `  ${cols.map((c) => c.padStart(9)).join('')}   µs, half round trip\n` +
     `  ${vals.map((v) => v.toFixed(2).padStart(9)).join('')}\n` + timer;
 }
@@ -238,6 +242,7 @@ export async function runBench(argv: string[]): Promise<number> {
     wait: { type: 'string' },
     spin: { type: 'string' },
     'max-spin': { type: 'string' },
+    listener: { type: 'boolean' },
     timer: { type: 'boolean' },
     json: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -258,6 +263,8 @@ export async function runBench(argv: string[]): Promise<number> {
   if (values.events === true && mode !== 'lat') return fail('-e is for lat (bw takes --wait)');
   if (onEvents && mode === 'bw' && values.duration !== undefined) return fail('bw with --wait counts messages: give -n, not -D');
   if (values.timer === true && !onEvents) return fail('--timer needs the event loop: give -e or --wait');
+  const onListener = values.listener === true;
+  if (onListener && (mode !== 'lat' || !onEvents)) return fail('--listener is for lat on the event loop: give -e or --wait');
   const spinOption = spinOptionGiven(values);
   if (spinOption && wait !== 'adaptive') return fail(`${spinOption} is adaptive mode's budget: give --wait adaptive`);
   let size: number, iters: number, warmup: number, durationMs: number, port: number, maxInline: number, spin: SpinOptions;
@@ -297,6 +304,7 @@ export async function runBench(argv: string[]): Promise<number> {
       const probe = values.timer === true ? new TimerProbe() : undefined;
       probe?.start();
       result = mode === 'bw' ? (wait ? await bandwidthClientOnEvents(link, plan, progress, wait) : bandwidthClient(link, plan, progress))
+        : onListener ? await latencyClientOnListener(link, plan, progress, wait!, (from) => probe?.measuredFrom(from))
         : onEvents ? await latencyClientOnEvents(link, plan, progress, wait, (from) => probe?.measuredFrom(from)) : latencyClient(link, plan, progress);
       if (probe) result = { ...result, ...probe.stop() } as LatencyResult & TimerLateness;
       progress?.done();
@@ -307,6 +315,7 @@ export async function runBench(argv: string[]): Promise<number> {
       ({ listener, link, plan } = await acceptClient(channel, port, mode, maxInline));
       setSpinBudget(link, spin);
       result = plan.mode === 'bw' ? (wait ? await bandwidthServerOnEvents(link, plan, wait) : bandwidthServer(link, plan))
+        : onListener ? await latencyServerOnListener(link, plan, wait!)
         : onEvents ? await latencyServerOnEvents(link, plan, wait) : latencyServer(link, plan);
     }
     // What adaptive mode learned, on the queue this side waited on (a bw client waits for its sends).
@@ -317,7 +326,7 @@ export async function runBench(argv: string[]): Promise<number> {
     await hangUp(link, address !== undefined);
     const role = address !== undefined ? 'client' : 'server';
     if (json) process.stdout.write(JSON.stringify(result) + '\n');
-    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, wait, spin));
+    else if (plan.mode === 'lat') process.stdout.write(humanLatency(result as LatencyResult, plan, role, link.inline, wait, spin, onListener));
     else process.stdout.write(humanBandwidth(result as BandwidthResult, plan, role, link.inline));
     return 0;
   } catch (error) {

@@ -46,6 +46,10 @@ test('bench lat on the event loop, each side its own way (the server -e, the cli
   assert.ok((run.client.spin_budget_us as number) >= 2000, `the client's budget ${String(run.client.spin_budget_us)} µs is at least its --spin`);
 });
 
+test('bench lat --listener: each side takes its receives with a completion listener (the server on events, the client adaptive), and they agree', { timeout: 300_000 }, async () => {
+  assertLatencyRun(await pair(['lat', '-n', '100', '-w', '20', '-s', '64', '--listener'], { server: ['--events'], client: ['--wait', 'adaptive'] }), 64, 100, ['client']);
+});
+
 test('bench lat -D 1 -I 0: a timed run, sending from registered memory, ends on its own and both sides report what they measured', { timeout: 300_000 }, async () => {
   assertLatencyRun(await pair(['lat', '-D', '1', '-w', '100', '-I', '0']), 2);
 });

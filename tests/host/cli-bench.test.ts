@@ -18,7 +18,7 @@ test('rdmacm bench --help prints the usage and exits 0', () => {
   for (const args of [['--help'], ['-h'], ['lat', '--help']]) {
     const result = rdmacm('bench', ...args);
     assert.equal(result.status, 0, `stderr: ${result.stderr} (a stale dist/? run npm run build)`);
-    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-I BYTES\] \[-e \| --wait MODE\] \[--spin US\] \[--max-spin US\] \[--timer\] \[--json\] \[SERVER_ADDR\]\n {7}rdmacm bench stream /);
+    assert.match(result.stdout, /^Usage: rdmacm bench lat\|bw \[-s SIZE\] \[-n ITERS\] \[-w ITERS\] \[-D SECONDS\] \[-p PORT\] \[-I BYTES\] \[-e \| --wait MODE\] \[--spin US\] \[--max-spin US\] \[--listener\] \[--timer\] \[--json\] \[SERVER_ADDR\]\n {7}rdmacm bench stream /);
     assert.equal(result.stderr, '');
   }
 });
@@ -49,6 +49,8 @@ test('a bad option or argument exits 1 with one line and the usage', () => {
     [['lat', '--wait', 'spin'], /^rdmacm bench: --wait takes adaptive, events, busy-poll \(got 'spin'\)$/],
     [['lat', '-e', '--wait', 'events'], /^rdmacm bench: -e is --wait events: give one of them$/],
     [['lat', '--timer'], /^rdmacm bench: --timer needs the event loop: give -e or --wait$/],
+    [['lat', '--listener'], /^rdmacm bench: --listener is for lat on the event loop: give -e or --wait$/],
+    [['bw', '--wait', 'adaptive', '--listener'], /^rdmacm bench: --listener is for lat on the event loop: give -e or --wait$/],
     [['lat', '--spin', '100'], /^rdmacm bench: --spin is adaptive mode's budget: give --wait adaptive$/],
     [['lat', '-e', '--spin', '100'], /^rdmacm bench: --spin is adaptive mode's budget: give --wait adaptive$/],
     [['lat', '--wait', 'adaptive', '--spin', '1000001'], /^rdmacm bench: --spin must be an integer from 0 to 1000000 \(got '1000001'\)$/],
