@@ -1,7 +1,7 @@
 // What `rdmacm bench` runs on a connection: its resources (a Link), the
 // measured loops, synchronous busy-polls over prepared work requests and
-// cq.poll() (with --events, awaits of cq.next()) that allocate nothing per
-// iteration, and the figures they report. A benchmark, not a command: the
+// cq.poll() that allocate nothing per iteration (on the event loop, awaits of
+// cq.next() or a completion listener), and the figures they report. A benchmark, not a command: the
 // CLI's bench.ts imports it, and it imports only the safe API (src/bench sits
 // between the entry points and src/cli in the layering).
 import { performance } from 'node:perf_hooks';
@@ -198,7 +198,7 @@ function bandwidthResult(size: number, messages: number, elapsedUs: number): Ban
 
 // ---------------------------------------------------------------- the ping-pong
 
-// The four loops below repeat each other on purpose: with the sends and the
+// The ping-pong loops below repeat each other on purpose: with the sends and the
 // samples in shared helper classes, p99.9 doubled in the guest
 // (docs/performance-notes.md, "The four ping-pong loops").
 
