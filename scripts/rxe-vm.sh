@@ -127,7 +127,11 @@
 #   (seconds until the guest must have started its setup, default 300),
 #   RDMACM_VM_KERNEL_PKG (override the kernel package name),
 #   RDMACM_VM_GRACE (seconds the other hosts may keep running after one host's
-#   COMMAND failed, default 30), RDMACM_VM_CPU (QEMU's -cpu, default max,-erms).
+#   COMMAND failed, default 30), RDMACM_VM_CPU (QEMU's -cpu, default max,-erms),
+#   RDMACM_VM_MONITOR (a path: QEMU's human monitor listens on that Unix socket,
+#   suffixed .1 for the second guest; `info jit` there counts TCG's translations
+#   and TLB flushes), RDMACM_VM_APPEND (more of the guest kernel's command line),
+#   RDMACM_VM_PKU (1: the guest kernel uses protection keys; default 0, `nopku`).
 #
 # Host requirements (installed with apt-get when missing, as root or with
 # passwordless sudo; otherwise the exact command is printed): qemu-system-x86
@@ -716,7 +720,12 @@ main() {
   # TSC as the clocksource: without it the guest falls back to an emulated HPET
   # and every clock read (performance.now, clock_gettime) is a syscall plus an
   # MMIO exit, about 2.6 µs, which lands inside every timed sample.
-  local append="console=ttyS1 loglevel=$loglevel panic=-1 mitigations=off random.trust_cpu=on 8250.nr_uarts=2 clocksource=tsc tsc=reliable"
+  # nopku: with protection keys on, the kernel rewrites PKRU whenever it switches
+  # between a Node thread and another, and TCG flushes its whole software TLB on
+  # each write (hardware spends some cycles). Node's events ping-pong read p50
+  # 460-602 µs with them and 198-276 without; C's stayed put (docs/performance-notes.md).
+  local pku=nopku; [ "${RDMACM_VM_PKU:-0}" = 1 ] && pku=
+  local append="console=ttyS1 loglevel=$loglevel panic=-1 mitigations=off random.trust_cpu=on 8250.nr_uarts=2 clocksource=tsc tsc=reliable${pku:+ $pku}${RDMACM_VM_APPEND:+ $RDMACM_VM_APPEND}"
   local kernel=$KDIR/vmlinuz
   [ -f "$KDIR/vmlinux" ] && kernel=$KDIR/vmlinux
   local bios=()
@@ -810,8 +819,13 @@ launch_guests() {
         sed -u "s/^/[host$i] /" <"$TMP/out$i" &
       fi
       HELPERS+=($!)
-      args+=(-chardev "file,id=out,path=$(q9p "$TMP/out$i")" -serial chardev:out -serial chardev:err
-        -monitor none)
+      args+=(-chardev "file,id=out,path=$(q9p "$TMP/out$i")" -serial chardev:out -serial chardev:err)
+      if [ -n "${RDMACM_VM_MONITOR:-}" ]; then
+        local monitor=$RDMACM_VM_MONITOR; [ "$i" = 0 ] || monitor+=".$i"
+        args+=(-monitor "unix:$monitor,server=on,wait=off")
+      else
+        args+=(-monitor none)
+      fi
       "$qemu" "${args[@]}" </dev/null >/dev/null 2>"$TMP/qemu$i.log" &
     fi
     PIDS+=($!)
