@@ -720,10 +720,10 @@ main() {
   # TSC as the clocksource: without it the guest falls back to an emulated HPET
   # and every clock read (performance.now, clock_gettime) is a syscall plus an
   # MMIO exit, about 2.6 µs, which lands inside every timed sample.
-  # nopku: with protection keys on, the kernel rewrites PKRU whenever it switches
-  # between a Node thread and another, and TCG flushes its whole software TLB on
-  # each write (hardware spends some cycles). Node's events ping-pong read p50
-  # 460-602 µs with them and 198-276 without; C's stayed put (docs/performance-notes.md).
+  # nopku: with protection keys on, PKRU was written around each sleep of a Node
+  # process, and TCG flushes its whole software TLB on each write (hardware spends
+  # a few cycles). Node's events ping-pong read p50 460-602 µs with them and
+  # 198-276 without; C's stayed put (docs/performance-notes.md).
   local pku=nopku; [ "${RDMACM_VM_PKU:-0}" = 1 ] && pku=
   local append="console=ttyS1 loglevel=$loglevel panic=-1 mitigations=off random.trust_cpu=on 8250.nr_uarts=2 clocksource=tsc tsc=reliable${pku:+ $pku}${RDMACM_VM_APPEND:+ $RDMACM_VM_APPEND}"
   local kernel=$KDIR/vmlinuz
