@@ -2,46 +2,71 @@
 // rdma-core's C originals, both ways.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { runClient } from '../../examples/rdma_client.js';
-import { runServer } from '../../examples/rdma_server.js';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { deviceAddress, freshPort } from '../support/device.js';
+import { rdmaListening, start, type Finished } from '../support/processes.js';
+import { within } from '../support/within.js';
 
-function run(command: string, args: string[]) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-  return once(child, 'exit').then(([code]) => ({ code: code as number, output }));
+// The examples block their thread in synchronous waits, as rdma-core's do: each
+// runs in a child process, so a lost peer fails the test at its bound instead
+// of stopping the whole tier's event loop.
+const exampleClient = fileURLToPath(new URL('../../examples/rdma_client.js', import.meta.url));
+const exampleServer = fileURLToPath(new URL('../../examples/rdma_server.js', import.meta.url));
+
+/** Both sides' exits, or a failure that says what each side printed and where the device's queue pairs stood. */
+async function bothEnded(server: ReturnType<typeof start>, client: ReturnType<typeof start>): Promise<[Finished, Finished]> {
+  const outputs: Record<string, string> = {};
+  const collect = (side: string, run: ReturnType<typeof start>) => run.finished.then((done) => ((outputs[side] = `${done.stdout}${done.stderr}(exit ${done.code})`), done));
+  try {
+    return await within(Promise.all([collect('server', server), collect('client', client)]), 45_000, () => {
+      let queuePairs: string;
+      try {
+        queuePairs = execFileSync('rdma', ['res', 'show', 'qp'], { encoding: 'utf8' });
+      } catch (error) {
+        queuePairs = String(error);
+      }
+      return `the exchange did not end (server: ${outputs.server ?? 'running'}; client: ${outputs.client ?? 'running'}; rdma res show qp: ${queuePairs})`;
+    });
+  } finally {
+    server.kill();
+    client.kill();
+  }
 }
 
-test('rdma_server (C) with examples/rdma_client.ts', { timeout: 60_000 }, async () => {
+/** Waits for `server` to listen on `port`; one that exits first, or never listens, fails the test and is stopped. */
+async function listeningOn(server: ReturnType<typeof start>, port: string): Promise<void> {
+  const exitedFirst = server.finished.then((done) => Promise.reject(new Error(`the server exited before it listened: ${done.stdout}${done.stderr}`)));
+  try {
+    await Promise.race([rdmaListening(port), exitedFirst]);
+  } catch (error) {
+    server.kill();
+    throw error;
+  }
+}
+
+test('rdma_server (C) with examples/rdma_client.ts', { timeout: 90_000 }, async () => {
   const address = deviceAddress();
   const port = String(freshPort());
-  const server = run('rdma_server', ['-s', address, '-p', port]);
-  let received: Buffer | undefined;
-  for (let attempt = 1; attempt <= 20 && !received; attempt++) {
-    try {
-      received = await runClient({ address, port });
-    } catch (error) {
-      if (attempt === 20) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
-  }
-  const { code, output } = await server;
-  assert.match(output, /rdma_server: end 0/);
-  assert.equal(code, 0);
-  assert.equal(received?.length, 16);
+  const server = start('rdma_server', ['-s', address, '-p', port]);
+  await listeningOn(server, port);
+  const client = start(process.execPath, [exampleClient, '-s', address, '-p', port]);
+  const [c, ts] = await bothEnded(server, client);
+  assert.match(c.stdout, /rdma_server: end 0/, c.stdout + c.stderr);
+  assert.equal(c.code, 0);
+  assert.match(ts.stdout, /rdma_client: end 0/, ts.stdout + ts.stderr);
+  assert.equal(ts.code, 0);
 });
 
-test('examples/rdma_server.ts with rdma_client (C)', { timeout: 60_000 }, async () => {
+test('examples/rdma_server.ts with rdma_client (C)', { timeout: 90_000 }, async () => {
   const address = deviceAddress();
   const port = String(freshPort());
-  const client = run('sh', ['-c', `for i in $(seq 1 40); do rdma_client -s ${address} -p ${port} && exit 0; sleep 0.25; done; exit 1`]);
-  const received = await runServer({ address, port });
-  const { code, output } = await client;
-  assert.match(output, /rdma_client: end 0/);
-  assert.equal(code, 0);
-  assert.equal(received.length, 16);
+  const server = start(process.execPath, [exampleServer, '-s', address, '-p', port]);
+  await listeningOn(server, port);
+  const client = start('rdma_client', ['-s', address, '-p', port]);
+  const [ts, c] = await bothEnded(server, client);
+  assert.match(c.stdout, /rdma_client: end 0/, c.stdout + c.stderr);
+  assert.equal(c.code, 0);
+  assert.match(ts.stdout, /rdma_server: end 0/, ts.stdout + ts.stderr);
+  assert.equal(ts.code, 0);
 });

@@ -1,8 +1,11 @@
 // Child processes for device tests: rdma-core's tools and our own CLI as peers.
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { packageRoot } from '../../src/package-info.js';
+
+const execFileAsync = promisify(execFile);
 
 export interface Finished {
   readonly code: number | null;
@@ -30,4 +33,20 @@ export function rdmacm(args: readonly string[]) {
 export function retrying(command: string, args: readonly string[], attempts = 40): ReturnType<typeof start> {
   const quoted = [command, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
   return start('sh', ['-c', `for i in $(seq 1 ${attempts}); do ${quoted} && exit 0; sleep 0.25; done; exit 1`]);
+}
+
+/**
+ * Waits until an rdma_cm id listens on `port`, as `rdma res show cm_id` lists
+ * it (bounded): a client started sooner is refused, and one that retries in a
+ * loop starts a process per attempt.
+ */
+export async function rdmaListening(port: string | number, timeoutMs = 30_000): Promise<void> {
+  const listening = new RegExp(`state LISTEN .*src-addr \\S*:${port} `);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { stdout } = await execFileAsync('rdma', ['res', 'show', 'cm_id']);
+    if (listening.test(stdout)) return;
+    if (Date.now() > deadline) throw new Error(`nothing listens on port ${port} after ${timeoutMs} ms (rdma res show cm_id)`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }
