@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
-import { start, type Finished } from '../support/processes.js';
+import { rdmaListening, start, type Finished } from '../support/processes.js';
 import { checkRstream } from '../support/rstream-peer.js';
 import { RDMA_STREAM_KEYS, STREAM_TIMING_KEYS } from '../support/stream-keys.js';
 
@@ -213,7 +213,8 @@ test('bench stream against rstream -T b -T v, both roles: both sides verify ever
     // Human form: its 'waiting for a client' line says when rstream may connect. Read with --onread: rstream's sync can come before the exchange starts.
     const server = start(process.execPath, [bin, 'bench', 'stream', '-l', deviceAddress(), '-p', port, '-V', '--onread', ...spec]);
     try {
-      const tool = start('sh', ['-c', `for i in $(seq 60); do rdma res show cm_id | grep -q 'state LISTEN .*src-addr [^ ]*:${port} ' && exec rstream -s ${deviceAddress()} -p ${port} ${spec.join(' ')} -T b -T v; sleep 0.25; done; exit 9`]);
+      await rdmaListening(port, 15_000);
+      const tool = start('rstream', ['-s', deviceAddress(), '-p', port, ...spec, '-T', 'b', '-T', 'v']);
       checkRstream(await tool.finished);
       const served = await server.finished;
       assert.equal(served.code, 0, served.stderr);
