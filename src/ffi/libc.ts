@@ -1,7 +1,8 @@
 // The few libc calls the binding needs: around RDMA file descriptors, one
-// copy out of native memory, and the pages of bound calls. libc is loaded by
-// the name of the C library the process runs on (glibc's or musl's); the copy
-// and the bound calls do without it, the fd calls cannot.
+// copy out of native memory, the pages of bound calls, and libuv handles'
+// memory. libc is loaded by the name of the C library the process runs on
+// (glibc's or musl's); the copy and the bound calls do without it, the fd
+// calls cannot.
 import { runningCLibrary, libcSonames } from '../c-library.js';
 import { defineLibrary, fn, type FunctionSpec } from './library.js';
 
@@ -13,6 +14,9 @@ export const libcFunctions = {
   mmap: fn('void *', ['void *addr', 'size_t length', 'int prot', 'int flags', 'int fd', 'int64_t offset']),
   mprotect: fn('int', ['void *addr', 'size_t len', 'int prot']),
   munmap: fn('int', ['void *addr', 'size_t length']),
+  // For libuv handles, which libuv frees itself with free() once they are closed (see poll-handle.ts).
+  malloc: fn('void *', ['size_t size']),
+  free: fn('void', ['void *ptr']),
 } as const satisfies Record<string, FunctionSpec>;
 
 /** What to do when libc does not load: it is the process's own C library, so nothing to install. */

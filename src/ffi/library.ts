@@ -103,6 +103,8 @@ export type BoundLibrary<T extends Record<string, FunctionSpec>> = { readonly [K
   readonly release: string | undefined;
   /** The error for `name` missing from the installed library (`feature` names it in the message, default `name`). */
   unsupported(name: keyof T & string, feature?: string): UnsupportedError;
+  /** The address of the exported symbol `name`, to hand to C as a function pointer (loads the library). */
+  symbolAddress(name: string): Pointer;
 };
 
 /** Reduce a C type to what koffi marshals: every data pointer is passed as an address. */
@@ -127,10 +129,13 @@ export function paramCType(param: string): string {
 export interface LibraryOptions {
   /** How the library is named in messages, e.g. 'librdmacm'. */
   readonly name: string;
-  /** Runtime sonames to try, in order; a function is asked at the first load. */
-  readonly sonames: readonly string[] | (() => readonly string[]);
+  /**
+   * Runtime sonames to try, in order; a function is asked at the first load.
+   * OWN_PROCESS: the symbols the process already has (Node's own libuv and N-API).
+   */
+  readonly sonames: readonly string[] | (() => readonly string[]) | typeof OWN_PROCESS;
   /** An environment variable that, when set, names the only file to load. */
-  readonly envOverride: string;
+  readonly envOverride?: string;
   /** What to do when it cannot be loaded (LibraryLoadError's default: install rdma-core). */
   readonly advice?: () => string;
   /** The first rdma-core release of each symbol version that `since` names. */
@@ -163,13 +168,17 @@ export function fileRelease(loadedFrom: string, maps?: string): string | undefin
   return file === undefined ? undefined : /\.so\.\d+\.\d+\.(\d+\.\d+)$/.exec(file)?.[1];
 }
 
+/** LibraryOptions.sonames for the symbols of the running process itself (dlopen(NULL)). */
+export const OWN_PROCESS = Symbol('the running process');
+
 /** Bind a function table to a lazily loaded library. */
 export function defineLibrary<T extends Record<string, FunctionSpec>>(options: LibraryOptions, table: T): BoundLibrary<T> {
   let handle: { lib: LibraryHandle; from: string } | undefined;
 
   const open = () => {
     if (handle) return handle;
-    const override = process.env[options.envOverride];
+    if (options.sonames === OWN_PROCESS) return (handle = { lib: koffi.load(null), from: 'this process' });
+    const override = options.envOverride === undefined ? undefined : process.env[options.envOverride];
     const sonames = typeof options.sonames === 'function' ? options.sonames() : options.sonames;
     const candidates = override ? [override] : [...sonames];
     let lastError: unknown;
@@ -262,6 +271,7 @@ export function defineLibrary<T extends Record<string, FunctionSpec>>(options: L
   Object.defineProperty(bound, 'loadedFrom', { get: () => open().from });
   Object.defineProperty(bound, 'release', { get: installedRelease });
   Object.defineProperty(bound, 'unsupported', { value: unsupported });
+  Object.defineProperty(bound, 'symbolAddress', { value: (name: string): Pointer => BigInt(open().lib.symbol(name) as bigint) });
   return bound as BoundLibrary<T>;
 }
 

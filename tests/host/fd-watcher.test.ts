@@ -2,7 +2,9 @@
 // interest holds, never after close(); what the callback queues runs right
 // after it, on every Node line; a poll error reaches its owner; a
 // watcher nobody is interested in lets the process end, and a worker thread
-// may exit with a watch running.
+// may exit with a watch running. The main thread's watches call libuv
+// directly, a worker's go through koffi.node.poll: both call back, and an
+// error their callback throws reaches 'uncaughtException'.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -108,6 +110,13 @@ test('a watcher nobody is interested in does not keep the process alive', { time
 
 test('process.exit() in a worker thread whose watch is running does not abort the process', { timeout: 120_000 }, () => {
   assert.equal(runAlone([], supportScript('exit-in-worker.mjs'), 90_000), 'survived 20');
+});
+
+test('the main thread watches through libuv directly and a worker through koffi; in both, a thrown error reaches uncaughtException and the watch calls back again', { timeout: 60_000 }, () => {
+  const [main, worker] = runAlone([], supportScript('watch-kinds.mjs'), 30_000).split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+  const expected = { first: 'first', second: 'second', calls: 2, uncaught: ['thrown by the first callback'] };
+  assert.deepEqual(main, { kind: 'libuv', ...expected });
+  assert.deepEqual(worker, { kind: 'koffi', ...expected });
 });
 
 test('what the callback queues (a nextTick, a promise it settles) runs right after it, not at the next timer: Node 26 drains neither after a koffi poll callback by itself', { timeout: 60_000 }, () => {

@@ -1,12 +1,13 @@
 // Calls back when a file descriptor is readable, on Node's event loop through
-// libuv (koffi.node.poll): no thread is parked in a blocking call, and a
-// watcher nobody is interested in does not keep the process alive.
+// libuv (a uv_poll_t, src/ffi/poll-handle.ts): no thread is parked in a
+// blocking call, and a watcher nobody is interested in does not keep the
+// process alive.
 import { Buffer } from 'node:buffer';
 import process from 'node:process';
 import koffi from 'koffi';
-import type { node as koffiNode } from 'koffi';
 import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../../ffi/libc.js';
 import { RdmaError } from '../../ffi/errors.js';
+import { openPollHandle, type PollHandle } from '../../ffi/poll-handle.js';
 
 /** Sets O_NONBLOCK on `fd` so reads report EAGAIN instead of blocking. */
 export function setNonBlocking(fd: number): void {
@@ -44,6 +45,18 @@ function stopWatchesOnExit(): void {
   });
 }
 
+/**
+ * An error escaping a poll callback: thrown again from a tick of its own, so
+ * it reaches 'uncaughtException' as an error in any I/O callback does. Left
+ * in the callback, koffi would keep it pending, silently, and call no
+ * JavaScript callback of the thread again.
+ */
+function rethrowOutsideCallback(error: unknown): void {
+  process.nextTick(() => {
+    throw error;
+  });
+}
+
 /** Watchers created and not yet closed. */
 let openWatchers = 0;
 
@@ -72,7 +85,7 @@ export class FdWatcher {
   static get watching(): number {
     return started.size;
   }
-  #handle: koffiNode.PollHandle | undefined;
+  #handle: PollHandle | undefined;
   #closed = false;
   /** Interest was lost this turn: stop watching at its end unless it returns. */
   #stopDue = false;
@@ -99,11 +112,11 @@ export class FdWatcher {
     if (interested) {
       this.#stopDue = false;
       if (this.#closed || started.has(this)) return;
-      if (this.#handle) this.#handle.start({ readable: true }, this.#polled);
-      else {
-        this.#handle = koffi.node.poll(this.fd, { readable: true }, this.#polled);
+      if (!this.#handle) {
+        this.#handle = openPollHandle(this.fd, this.#polled);
         if (!this.#ref) this.#handle.unref();
       }
+      this.#handle.start();
       started.add(this);
       stopWatchesOnExit();
     } else if (!this.#stopDue && started.has(this)) {
@@ -115,20 +128,23 @@ export class FdWatcher {
   }
 
   /**
-   * libuv's poll callback. koffi passes libuv's status first (its typings
-   * omit it). On an error (POLLERR: e.g. a device's event queue closed under
-   * it) libuv has stopped the watch, so it is forgotten here: renewed
-   * interest starts it again. The owner reads the fd either way, and its
-   * read reports the failure.
+   * libuv's poll callback, with its status. On an error (POLLERR: e.g. a
+   * device's event queue closed under it) libuv has stopped the watch, so it
+   * is forgotten here: renewed interest starts it again. The owner reads the
+   * fd either way, and its read reports the failure.
    */
-  readonly #polled = ((status: number): void => {
+  readonly #polled = (status: number): void => {
     if (status < 0) started.delete(this);
     if (drainAfterCallbacks && !drainScheduled) {
       drainScheduled = true;
       setImmediate(drained);
     }
-    this.onReadable();
-  }) as unknown as (events: koffiNode.PollEvents) => void;
+    try {
+      this.onReadable();
+    } catch (error) {
+      rethrowOutsideCallback(error);
+    }
+  };
 
   readonly #stopIfDue = (): void => {
     this.#stopCheckQueued = false;

@@ -1,0 +1,49 @@
+// Run by tests/host/fd-watcher.test.ts (plain JavaScript, as exit-in-worker.mjs,
+// so a worker loads the sources through tsx's API too). On the main thread and
+// in a worker: which way the thread's watches reach libuv, whether a write
+// calls back, and whether an error its callback throws reaches
+// 'uncaughtException' with the watch calling back again after it. Prints one
+// JSON line per thread: main's, then the worker's.
+import { Worker, isMainThread, parentPort } from 'node:worker_threads';
+import { tsImport } from 'tsx/esm/api';
+
+async function probe() {
+  const { FdWatcher } = await tsImport('../../src/api/core/fd-watcher.ts', import.meta.url);
+  const { pollHandleKind } = await tsImport('../../src/ffi/poll-handle.ts', import.meta.url);
+  const { Fifo } = await tsImport('./fifo.ts', import.meta.url);
+  const fifo = new Fifo();
+  const uncaught = [];
+  process.on('uncaughtException', (error) => uncaught.push(error.message));
+  let calls = 0;
+  let wake = () => {};
+  const watcher = new FdWatcher(fifo.fd, () => {
+    calls++;
+    fifo.drain();
+    wake();
+    if (calls === 1) throw new Error('thrown by the first callback');
+  });
+  watcher.setInterest(true);
+  const bounded = (what) => new Promise((resolve) => {
+    wake = () => resolve(what);
+    setTimeout(() => resolve(`${what}: no callback within 5 s`), 5000).unref();
+  });
+  let woken = bounded('first');
+  fifo.write(1);
+  const first = await woken;
+  await new Promise((resolve) => setTimeout(resolve, 20)); // the rethrow's tick, and a turn
+  woken = bounded('second');
+  fifo.write(1);
+  const second = await woken;
+  watcher.close();
+  fifo.close();
+  return { kind: pollHandleKind(), first, second, calls, uncaught };
+}
+
+if (isMainThread) {
+  console.log(JSON.stringify(await probe()));
+  const worker = new Worker(new URL(import.meta.url));
+  worker.on('message', (result) => console.log(JSON.stringify(result)));
+  worker.on('error', (error) => console.log(JSON.stringify({ error: String(error) })));
+} else {
+  parentPort.postMessage(await probe());
+}
