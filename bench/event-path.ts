@@ -124,7 +124,7 @@ function immediateHop(turns: number): Promise<number> {
   });
 }
 
-/** libuv waking this thread for a FIFO another thread writes: write time to koffi's poll callback, µs. */
+/** libuv waking this thread for a FIFO another thread writes: write time to the watch's callback, µs. */
 async function fdWake(samples: number): Promise<Float64Array> {
   const dir = mkdtempSync(join(tmpdir(), 'rdmacm-wake-'));
   const path = join(dir, 'fifo');

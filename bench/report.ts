@@ -239,7 +239,7 @@ row('ib_write_bw 65536 B (C only, reference)', 'MB/s', null, pick(writeBw, 'BW a
   figure('a microtask hop (await)', 'microtask_hop_us');
   figure('a setImmediate turn of the loop', 'set_immediate_turn_us');
   figure('adaptive mode\'s spin, one empty poll (its round included)', 'adaptive_spin_poll_us');
-  figure('libuv wakes koffi\'s poll for a fd written by another thread, p50', 'fd_wake_p50_us');
+  figure('libuv wakes a watch for a fd written by another thread, p50', 'fd_wake_p50_us');
   figure('a thread woken from a futex by another (the floor of any sleep), p50', 'futex_wake_p50_us');
   figure('in-process ping-pong on events, half round trip', 'pingpong_half_round_trip_us');
   figure('  post → the peer\'s listener, p50', 'post_to_peer_listener_p50_us');
