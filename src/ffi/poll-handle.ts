@@ -1,22 +1,19 @@
 // A watch of a file descriptor's readability on this thread's libuv loop: a
 // uv_poll_t, reached one of two ways.
-// - On the main thread, libuv's own functions through FFI, every watch
-//   calling back through one koffi.register'ed function. koffi.node.poll's
-//   wrapper builds an events object with three named properties on every
-//   wake-up: over half of a Node wake-up's instructions. A FIFO ping-pong
-//   executed 12,630 instructions a round trip with it and 5,929 without it
-//   on the host, and took 181-242 against 128-164 µs a round trip in the
-//   soft-RoCE guest (docs/performance-notes.md, "koffi's poll wrapper").
-// - On a worker thread, koffi.node.poll: a handle still open when a worker's
-//   loop closes aborts the process, and worker.terminate() runs no JavaScript
-//   that could close ours, where koffi's finalizers close its own.
-import { Buffer } from 'node:buffer';
-import { isMainThread } from 'node:worker_threads';
+// - On the main thread, libuv's own functions through FFI (main-loop.ts),
+//   every watch calling back through one koffi.register'ed function.
+//   koffi.node.poll's wrapper builds an events object with three named
+//   properties on every wake-up: over half of a Node wake-up's instructions.
+//   A FIFO ping-pong executed 12,630 instructions a round trip with it and
+//   5,929 without it on the host, and took 181-242 against 128-164 µs a
+//   round trip in the soft-RoCE guest (docs/performance-notes.md, "koffi's
+//   poll wrapper").
+// - On a worker thread, koffi.node.poll, whose handles koffi's finalizers
+//   close when a worker is torn down.
 import koffi from 'koffi';
 import type { node as koffiNode } from 'koffi';
-import { RdmaError } from './errors.js';
-import { libc } from './libc.js';
 import { libuv, UV_POLL, UV_READABLE } from './libuv.js';
+import { mainLoopReachable, openHandle, closeHandle, uvFailed } from './main-loop.js';
 import { toAddress, type Address, type Pointer } from './library.js';
 
 /** libuv's poll callback's status: 0, or a negative errno (libuv stopped the watch). */
@@ -36,16 +33,14 @@ export interface PollHandle {
 /** How this thread's watches reach libuv: 'libuv' directly, or 'koffi' (koffi.node.poll). */
 export type PollHandleKind = 'libuv' | 'koffi';
 
-let kind: PollHandleKind | undefined;
-
-/** How this thread's watches reach libuv, decided once per thread. */
+/** How this thread's watches reach libuv. */
 export function pollHandleKind(): PollHandleKind {
-  return (kind ??= isMainThread && libuv.has('uv_poll_init') && libuv.has('napi_get_uv_event_loop') ? 'libuv' : 'koffi');
+  return mainLoopReachable() ? 'libuv' : 'koffi';
 }
 
 /** A watch of `fd`, stopped until start(). */
 export function openPollHandle(fd: number, onPoll: PollCallback): PollHandle {
-  return pollHandleKind() === 'libuv' ? new UvPollHandle(fd, onPoll) : new KoffiPollHandle(fd, onPoll);
+  return mainLoopReachable() ? new UvPollHandle(fd, onPoll) : new KoffiPollHandle(fd, onPoll);
 }
 
 class KoffiPollHandle implements PollHandle {
@@ -76,61 +71,32 @@ class KoffiPollHandle implements PollHandle {
   }
 }
 
-/** The main thread's loop, libuv's handle size, free() and the callback every handle shares: found once. */
-interface UvPollShared {
-  readonly loop: Pointer;
-  readonly handleSize: number;
-  readonly free: Pointer;
-  readonly callback: Pointer;
-}
-let shared: UvPollShared | undefined;
 /** The open handles, by their address as the shared callback receives it. */
 const uvHandles = new Map<Address, UvPollHandle>();
+let uvCallback: Pointer | undefined;
 
-function uvShared(): UvPollShared {
-  if (shared) return shared;
-  const slot = Buffer.alloc(8);
-  const status = libuv.napi_get_uv_event_loop(koffi.node.env as unknown as Pointer, slot);
-  if (status !== 0) throw new RdmaError('napi_get_uv_event_loop', 5, `N-API status ${status}`);
+/** The one callback of every uv_poll_t made here, registered at first need. */
+function pollCallback(): Pointer {
+  if (uvCallback !== undefined) return uvCallback;
   const prototype = koffi.proto('void rdmacm_uv_poll_cb(uintptr_t handle, int status, int events)');
   const callback = koffi.register((handle: Address, status: number) => uvHandles.get(handle)?.onPoll(status), koffi.pointer(prototype));
-  shared = {
-    loop: slot.readBigUInt64LE(0),
-    handleSize: Number(libuv.uv_handle_size(UV_POLL)),
-    free: libc.symbolAddress('free'),
-    callback: BigInt(callback),
-  };
-  return shared;
-}
-
-/** libuv's error (a negative errno on Linux) as an RdmaError. */
-function uvFailed(call: string, error: number): RdmaError {
-  return new RdmaError(call, -error, `libuv: ${libuv.uv_err_name(error) ?? error}`);
+  return (uvCallback = BigInt(callback));
 }
 
 class UvPollHandle implements PollHandle {
-  /** The uv_poll_t, malloc'ed: libuv frees it with free() once it is closed. */
   readonly #memory: Pointer;
   readonly #address: Address;
   #closed = false;
 
   constructor(fd: number, readonly onPoll: PollCallback) {
-    const { loop, handleSize } = uvShared();
-    const memory = libc.malloc(handleSize);
-    if (memory === null || memory === 0n) throw new RdmaError('malloc', 12, 'no memory for a libuv poll handle');
-    const status = libuv.uv_poll_init(loop, memory, fd);
-    if (status !== 0) {
-      libc.free(memory);
-      throw uvFailed('uv_poll_init', status);
-    }
-    this.#memory = memory;
-    this.#address = toAddress(memory);
+    this.#memory = openHandle(UV_POLL, (loop, memory) => libuv.uv_poll_init(loop, memory, fd), 'uv_poll_init');
+    this.#address = toAddress(this.#memory);
     uvHandles.set(this.#address, this);
   }
 
   start(): void {
     if (this.#closed) return;
-    const status = libuv.uv_poll_start(this.#memory, UV_READABLE, uvShared().callback);
+    const status = libuv.uv_poll_start(this.#memory, UV_READABLE, pollCallback());
     if (status !== 0) throw uvFailed('uv_poll_start', status);
   }
   stop(): void {
@@ -146,6 +112,6 @@ class UvPollHandle implements PollHandle {
     if (this.#closed) return;
     this.#closed = true;
     uvHandles.delete(this.#address);
-    libuv.uv_close(this.#memory, uvShared().free);
+    closeHandle(this.#memory);
   }
 }

@@ -8,6 +8,7 @@ import koffi from 'koffi';
 import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../../ffi/libc.js';
 import { RdmaError } from '../../ffi/errors.js';
 import { openPollHandle, type PollHandle } from '../../ffi/poll-handle.js';
+import { atTurnEnd, throwInTick } from './turn-end.js';
 
 /** Sets O_NONBLOCK on `fd` so reads report EAGAIN instead of blocking. */
 export function setNonBlocking(fd: number): void {
@@ -42,18 +43,6 @@ function stopWatchesOnExit(): void {
   exitHookInstalled = true;
   process.on('exit', () => {
     for (const watcher of started) watcher.close();
-  });
-}
-
-/**
- * An error escaping a poll callback: thrown again from a tick of its own, so
- * it reaches 'uncaughtException' as an error in any I/O callback does. Left
- * in the callback, koffi would keep it pending, silently, and call no
- * JavaScript callback of the thread again.
- */
-function rethrowOutsideCallback(error: unknown): void {
-  process.nextTick(() => {
-    throw error;
   });
 }
 
@@ -123,7 +112,7 @@ export class FdWatcher {
       this.#stopDue = true;
       if (this.#stopCheckQueued) return;
       this.#stopCheckQueued = true;
-      setImmediate(this.#stopIfDue);
+      atTurnEnd(this.#stopIfDue);
     }
   }
 
@@ -142,7 +131,7 @@ export class FdWatcher {
     try {
       this.onReadable();
     } catch (error) {
-      rethrowOutsideCallback(error);
+      throwInTick(error);
     }
   };
 

@@ -26,6 +26,7 @@ import { contextOf } from './work-request-ids.js';
 import { InvalidThisError, ResourceClosedError, asObject } from '../core/errors.js';
 import { argumentError, numberIssue } from '../core/validate.js';
 import { FdWatcher, blockUntilReadable, setNonBlocking } from '../core/fd-watcher.js';
+import { atTurnEnd } from '../core/turn-end.js';
 import { CompletionChannel, joinChannel, type ChannelWatch } from './completion-channel.js';
 import { nativeScratch } from '../core/native-memory.js';
 import { SpinBudget } from './spin-budget.js';
@@ -90,7 +91,7 @@ export interface CompletionListener {
 // so what bounds it is the thread's, not a queue's.
 /** When this thread's queues began serving in this turn of the event loop (performance.now()). */
 let turnStart = 0;
-/** Whether a turn is open: cleared in the check phase of the turn that opened it. */
+/** Whether a turn is open: cleared at the end of the turn that opened it (atTurnEnd: after its immediates, before the loop polls again). */
 let inTurn = false;
 const endTurn = (): void => {
   inTurn = false;
@@ -98,8 +99,8 @@ const endTurn = (): void => {
 
 /**
  * The poll phase's own slice: wake-ups of many queues' channels in one turn
- * count against it, apart from the check phase's chains (so neither starves
- * the other). Opened by the first wake-up of a turn, closed in its check phase.
+ * count against it, apart from the turn's chains (so neither starves the
+ * other). Opened by the first wake-up of a turn, closed at the turn's end.
  */
 let wakeWindowStart = 0;
 let inWakeWindow = false;
@@ -110,7 +111,7 @@ function beginWakeWindow(now: number): void {
   if (inWakeWindow) return;
   inWakeWindow = true;
   wakeWindowStart = now;
-  setImmediate(endWakeWindow);
+  atTurnEnd(endWakeWindow);
 }
 
 /** Opens this turn's time slice at `now` unless one is open: every queue served until the loop turns counts against it. */
@@ -118,7 +119,7 @@ function beginTurn(now: number): void {
   if (inTurn) return;
   inTurn = true;
   turnStart = now;
-  setImmediate(endTurn);
+  atTurnEnd(endTurn);
 }
 
 /** This thread's queues with a poll scheduled (see #schedulePoll). */
@@ -624,7 +625,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #eventServed(now: number): void {
     if (this.#lifetime.closed) return;
     beginTurn(now);
-    // Many queues' wake-ups can come in one turn: past the slice, the rest wait for the check phase (or the next turn).
+    // Many queues' wake-ups can come in one turn: past the slice, the rest wait for a later turn.
     if (this.#sliceSpent(now)) return this.#schedulePoll(false, now);
     if (this.#listener) this.#serveListener(now);
     else this.#serve(now);

@@ -1,0 +1,36 @@
+// A callback once per turn of the main thread's event loop, just before
+// libuv polls for I/O: a uv_prepare_t made through FFI (main-loop.ts), never
+// keeping the process alive. It ends a turn's bookkeeping without an
+// immediate: on the host, an immediate per wake-up added 4,582 instructions
+// to a FIFO ping-pong's round trip, this hook 1,528 (docs/performance-notes.md,
+// "koffi's poll wrapper").
+import koffi from 'koffi';
+import { libuv, UV_PREPARE } from './libuv.js';
+import { mainLoopReachable, openHandle, uvFailed } from './main-loop.js';
+import type { Pointer } from './library.js';
+
+export interface PrepareHook {
+  /** Calls back before each poll phase from now on. */
+  start(): void;
+  /** No more calls until start(). */
+  stop(): void;
+}
+
+/** The hook calling `callback`, stopped; undefined where this thread makes no libuv handles of its own (see main-loop.ts). */
+export function openPrepareHook(callback: () => void): PrepareHook | undefined {
+  if (!mainLoopReachable()) return undefined;
+  const memory = openHandle(UV_PREPARE, (loop, handle) => libuv.uv_prepare_init(loop, handle), 'uv_prepare_init');
+  libuv.uv_unref(memory);
+  const prototype = koffi.proto('void rdmacm_uv_prepare_cb(uintptr_t handle)');
+  const registered: Pointer = BigInt(koffi.register(() => callback(), koffi.pointer(prototype)));
+  // Never closed: one per thread, for the life of the process (the main thread's loop is not checked at exit).
+  return {
+    start(): void {
+      const status = libuv.uv_prepare_start(memory, registered);
+      if (status !== 0) throw uvFailed('uv_prepare_start', status);
+    },
+    stop(): void {
+      libuv.uv_prepare_stop(memory);
+    },
+  };
+}
