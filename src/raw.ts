@@ -7,7 +7,7 @@ export { librdmacm, librdmacmFunctions } from './ffi/librdmacm.js';
 export { libibverbs, libibverbsFunctions } from './ffi/libibverbs.js';
 export * from './ffi/inline-verbs.js';
 export { fixedCall, boundCallsUnavailable, type FixedCall, type ThreeArgumentFunction } from './ffi/bound-call.js';
-export { defineLibrary, koffiType, readPointer, readPointerArray, toAddress, type Address, type Pointer, type PointerArg, type FunctionSpec, type BoundLibrary, type BoundFunction, type LibraryOptions, type Params, type ParamType, type ResultType, type Trim } from './ffi/library.js';
+export { defineLibrary, OWN_PROCESS, koffiType, readPointer, readPointerArray, toAddress, type Address, type Pointer, type PointerArg, type FunctionSpec, type BoundLibrary, type BoundFunction, type LibraryOptions, type Params, type ParamType, type ResultType, type Trim } from './ffi/library.js';
 export { RdmaError, UnsupportedError, LibraryLoadError, checkRdma, checkVerbs, checkPointer, errnoName } from './ffi/errors.js';
 export { diagnoseRdmaStack, type Diagnosis, type MissingPiece } from './ffi/diagnosis.js';
 export * as structs from './structs/index.js';
