@@ -14,7 +14,7 @@ export const libcFunctions = {
   mmap: fn('void *', ['void *addr', 'size_t length', 'int prot', 'int flags', 'int fd', 'int64_t offset']),
   mprotect: fn('int', ['void *addr', 'size_t len', 'int prot']),
   munmap: fn('int', ['void *addr', 'size_t length']),
-  // For libuv handles, which libuv frees itself with free() once they are closed (see poll-handle.ts).
+  // For libuv handles, which libuv frees itself with free() once they are closed (see main-loop.ts).
   malloc: fn('void *', ['size_t size']),
   free: fn('void', ['void *ptr']),
 } as const satisfies Record<string, FunctionSpec>;

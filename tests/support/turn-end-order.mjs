@@ -4,8 +4,8 @@
 // end; the order they ran in, and when a task queued by a task ran. Prints one
 // JSON line per thread, and must end by itself: the hook keeps nothing alive
 // (a timer keeps each loop turning until the tasks have run).
-import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { tsImport } from 'tsx/esm/api';
+import { printFromEachThread } from './each-thread.mjs';
 
 async function probe() {
   const { atTurnEnd } = await tsImport('../../src/api/core/turn-end.ts', import.meta.url);
@@ -40,11 +40,4 @@ async function probe() {
   return order;
 }
 
-if (isMainThread) {
-  console.log(JSON.stringify(await probe()));
-  const worker = new Worker(new URL(import.meta.url));
-  worker.on('message', (result) => console.log(JSON.stringify(result)));
-  worker.on('error', (error) => console.log(JSON.stringify({ error: String(error) })));
-} else {
-  parentPort.postMessage(await probe());
-}
+await printFromEachThread(new URL(import.meta.url), probe);

@@ -4,8 +4,8 @@
 // calls back, and whether an error its callback throws reaches
 // 'uncaughtException' with the watch calling back again after it. Prints one
 // JSON line per thread: main's, then the worker's.
-import { Worker, isMainThread, parentPort } from 'node:worker_threads';
 import { tsImport } from 'tsx/esm/api';
+import { printFromEachThread } from './each-thread.mjs';
 
 async function probe() {
   const { FdWatcher } = await tsImport('../../src/api/core/fd-watcher.ts', import.meta.url);
@@ -39,11 +39,4 @@ async function probe() {
   return { kind: pollHandleKind(), first, second, calls, uncaught };
 }
 
-if (isMainThread) {
-  console.log(JSON.stringify(await probe()));
-  const worker = new Worker(new URL(import.meta.url));
-  worker.on('message', (result) => console.log(JSON.stringify(result)));
-  worker.on('error', (error) => console.log(JSON.stringify({ error: String(error) })));
-} else {
-  parentPort.postMessage(await probe());
-}
+await printFromEachThread(new URL(import.meta.url), probe);
