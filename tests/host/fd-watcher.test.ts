@@ -7,13 +7,12 @@
 // back, and an error their callback throws reaches 'uncaughtException'.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { closeSync, constants, openSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { packageRoot } from '../../src/package-info.js';
 import { Fifo, makeFifo } from '../support/fifo.js';
+import { runAlone, supportScript } from '../support/alone.js';
 
 /** `promise`, or 'pending' if it has not settled within `ms` (the timer does not hold the process). */
 const within = <T>(promise: Promise<T>, ms: number) =>
@@ -92,17 +91,6 @@ test('a poll error reaches the owner, and renewed interest watches again', async
     fifo.remove();
   }
 });
-
-/** A script of tests/support, beside this file (under tsx) or built. */
-const supportScript = (script: string) => fileURLToPath(new URL(`../support/${script}`, import.meta.url));
-
-/** Runs the script at `path` in its own process, which must end by itself (status 0); what it printed. */
-function runAlone(nodeArgs: string[], path: string, timeoutMs: number): string {
-  const result = spawnSync(process.execPath, [...nodeArgs, path], { encoding: 'utf8', timeout: timeoutMs });
-  assert.equal(result.signal, null, `the process did not end by itself, or was killed: ${result.stderr}`);
-  assert.equal(result.status, 0, result.stderr);
-  return result.stdout.trim();
-}
 
 test('a watcher nobody is interested in does not keep the process alive', { timeout: 60_000 }, () => {
   assert.equal(runAlone(['--import', 'tsx'], supportScript('idle-watcher.ts'), 30_000), 'idle');
