@@ -7,7 +7,6 @@
 // callback: libuv frees the memory once it is done with it, with no
 // JavaScript called back.
 import { Buffer } from 'node:buffer';
-import process from 'node:process';
 import { isMainThread } from 'node:worker_threads';
 import koffi from 'koffi';
 import { RdmaError } from './errors.js';
@@ -17,20 +16,9 @@ import type { Pointer } from './library.js';
 
 let reachable: boolean | undefined;
 
-/**
- * Node 26 and later keep koffi.node.poll and immediates: the first CI run
- * with these handles aborted in its Node 26 pass, on the async id check of
- * InternalCallbackScope::Close, after the last test of net-ecosystem, as one
- * run of another change to the events path had before
- * (docs/performance-notes.md, "koffi's poll wrapper"). With them, Node 20
- * passed the device tiers, Node 22 the host tier, Node 24 the arm64 smoke.
- */
-const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
-const LAST_MAJOR_WITH_OWN_HANDLES = 25;
-
-/** Whether this thread makes its own libuv handles: the main thread, before Node 26, in a Node that exports libuv's functions. */
+/** Whether this thread makes its own libuv handles: the main thread, in a Node that exports libuv's functions. */
 export function mainLoopReachable(): boolean {
-  return (reachable ??= isMainThread && NODE_MAJOR <= LAST_MAJOR_WITH_OWN_HANDLES && libuv.has('uv_poll_init') && libuv.has('uv_prepare_init') && libuv.has('napi_get_uv_event_loop'));
+  return (reachable ??= isMainThread && libuv.has('uv_poll_init') && libuv.has('uv_prepare_init') && libuv.has('napi_get_uv_event_loop'));
 }
 
 let loop: Pointer | undefined;

@@ -3,7 +3,7 @@
 // after it, on every Node line; a poll error reaches its owner; a
 // watcher nobody is interested in lets the process end, and a worker thread
 // may exit with a watch running. The main thread's watches call libuv
-// directly (before Node 26), a worker's go through koffi.node.poll: both call
+// directly, a worker's go through koffi.node.poll: both call
 // back, and an error their callback throws reaches 'uncaughtException'.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -100,11 +100,10 @@ test('process.exit() in a worker thread whose watch is running does not abort th
   assert.equal(runAlone([], supportScript('exit-in-worker.mjs'), 90_000), 'survived 20');
 });
 
-test('the main thread watches through libuv directly (before Node 26) and a worker through koffi; in both, a thrown error reaches uncaughtException and the watch calls back again', { timeout: 60_000 }, () => {
+test('the main thread watches through libuv directly and a worker through koffi; in both, a thrown error reaches uncaughtException and the watch calls back again', { timeout: 60_000 }, () => {
   const [main, worker] = runAlone([], supportScript('watch-kinds.mjs'), 30_000).split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
   const expected = { first: 'first', second: 'second', calls: 2, uncaught: ['thrown by the first callback'] };
-  const mainKind = Number(process.versions.node.split('.')[0]) <= 25 ? 'libuv' : 'koffi';
-  assert.deepEqual(main, { kind: mainKind, ...expected });
+  assert.deepEqual(main, { kind: 'libuv', ...expected });
   assert.deepEqual(worker, { kind: 'koffi', ...expected });
 });
 
