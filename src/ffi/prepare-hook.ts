@@ -20,7 +20,7 @@ export interface PrepareHook {
 /**
  * Node 26 and later end a turn with an immediate instead. Each wake-up there
  * queues one anyway (fd-watcher.ts: Node 26 drains nothing after a callback
- * from libuv), and in one Debian 12 guest the hook did not read faster beside
+ * from libuv), and in one Debian 12 guest the hook read little faster beside
  * it: events ping-pong p50, medians of three rounds, next() 219 µs with the
  * hook and 222 without, a listener 153 and 166 (2026-12-05). And the one CI
  * run that ended Node 26's turns with this hook aborted in its Node 26 pass

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
-  createId, ConnectionError, EventChannel, RdmaError, type CmId, type ConnectionEvent, type MemoryRegion, type PreparedRecv, type QpAttr,
+  createId, ConnectionError, EventChannel, RdmaError, WorkCompletionError, type CmId, type ConnectionEvent, type MemoryRegion, type PreparedRecv, type QpAttr,
 } from '../../src/index.js';
 import { FdWatcher, blockUntilReadable } from '../../src/api/core/fd-watcher.js';
 import { deviceAddress, freshPort } from '../support/device.js';
@@ -165,6 +165,51 @@ test('events mode: waiters queued at once are served in order, and a wait surviv
   assert.deepEqual(await received([spunThenSleeping]), [10], 'busy-poll → events mid-wait');
   assert.equal((await client.queuePair.nextSendCompletion()).status, 'SUCCESS');
   await pair.hangUp();
+});
+
+test('a completion already queued settles next() at once, in each mode that serves at once: a success resolves, an error status rejects with WorkCompletionError', { timeout: 60_000 }, async () => {
+  const { pair, inbox } = await pairWithReceives(2, { sendWr: 8, recvWr: 8, inlineData: MESSAGE });
+  try {
+    const { client, server } = pair;
+    const pending = Symbol('pending');
+    /** `wait`'s outcome if it was settled when made (it wins the race against one already settled after it), else `pending`. */
+    const settledAtOnce = async (wait: Promise<unknown>): Promise<{ value: unknown } | { error: unknown }> => {
+      try {
+        return { value: await Promise.race([wait, Promise.resolve(pending)]) };
+      } catch (error) {
+        return { error };
+      }
+    };
+    const landed = () => new Promise((resolve) => setTimeout(resolve, 300)); // rxe completes a loopback send well within this
+    const payload = Buffer.alloc(MESSAGE);
+    for (const [index, mode] of (['adaptive', 'events'] as const).entries()) {
+      server.queuePair.recvCq.mode = mode;
+      payload.writeUInt32LE(index * 5, 0);
+      client.postSend(payload, { inline: true, signaled: false });
+      await landed();
+      const outcome = await settledAtOnce(server.queuePair.recvCq.next());
+      assert.ok('value' in outcome && outcome.value !== pending, `${mode}: the queued receive resolved next() at once`);
+      const completion = outcome.value as { status: string; context: unknown };
+      assert.equal(completion.status, 'SUCCESS');
+      assert.equal(inbox.buffer.readUInt32LE((completion.context as number) * MESSAGE), index * 5, `${mode}: the message`);
+    }
+    // Disconnected, the QP is in the error state: a send is flushed at once.
+    const disconnected = server.disconnect();
+    await client.disconnect();
+    await disconnected;
+    const sendCq = client.queuePair.sendCq;
+    for (const mode of ['adaptive', 'events'] as const) {
+      sendCq.mode = mode;
+      client.postSend(client.regMsgs(Buffer.alloc(MESSAGE)));
+      await landed();
+      const outcome = await settledAtOnce(sendCq.next());
+      assert.ok('error' in outcome, `${mode}: the flushed send rejected next() at once`);
+      assert.ok(outcome.error instanceof WorkCompletionError, String(outcome.error));
+      assert.equal(outcome.error.completion.status, 'WR_FLUSH_ERR');
+    }
+  } finally {
+    pair.close();
+  }
 });
 
 test('a blocking waitOne that takes the event a pending next() armed for leaves that next() a working wake-up', { timeout: 60_000 }, async () => {
