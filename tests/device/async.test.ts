@@ -167,7 +167,7 @@ test('events mode: waiters queued at once are served in order, and a wait surviv
   await pair.hangUp();
 });
 
-test('a completion already queued settles next() at once, in each mode that serves at once: a success resolves, an error status rejects with WorkCompletionError', { timeout: 60_000 }, async () => {
+test('a completion already queued settles next() at once in adaptive and events modes: a success resolves, an error status rejects with WorkCompletionError', { timeout: 60_000 }, async () => {
   const { pair, inbox } = await pairWithReceives(2, { sendWr: 8, recvWr: 8, inlineData: MESSAGE });
   try {
     const { client, server } = pair;

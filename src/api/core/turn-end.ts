@@ -1,8 +1,8 @@
 // Work deferred to the end of this turn of the event loop: after its I/O
 // callbacks, its immediates and the microtasks they queued, before the loop
 // polls again. One call a turn for all of it: on the main thread a prepare
-// hook (src/ffi/prepare-hook.ts; src/ffi/main-loop.ts says which Node lines),
-// elsewhere one immediate. The events path
+// hook (src/ffi/prepare-hook.ts, which says which Node lines have it),
+// elsewhere (a worker, Node 26 and later) one immediate. The events path
 // ended each turn with up to three immediates of its own, and on the host
 // the first immediate of a wake-up cost more than the rest of the wake-up's
 // JavaScript (docs/performance-notes.md, "koffi's poll wrapper").
