@@ -52,10 +52,10 @@ let openWatchers = 0;
 /**
  * Node 26 runs neither the nextTick queue nor promise reactions after a libuv
  * callback that koffi makes (with napi_call_function, outside a callback
- * scope). Node 20 to 25 run both in the check phase of the same turn: their
- * native-immediates pass opens a callback scope every turn, whose close
- * drains them; Node 26 opens it only when a native immediate is queued (seen
- * in gdb, docs/performance-notes.md "Why Node 26 needs an immediate"). So
+ * scope). Node 20 to 25 run both in the check phase of the same turn: Node
+ * 20's native-immediates pass opens a callback scope every turn, whose close
+ * drains them; Node 26's only when a native immediate is queued (seen in
+ * gdb, docs/performance-notes.md "Why Node 26 needs an immediate"). So
  * what a callback settled waited for the next timer or I/O: an rdmacm/net
  * refusal took 10-30 s to report. An immediate, at most one per turn of the
  * loop, ends the turn with Node's own drain. Decided by version, not probed:
