@@ -7,12 +7,27 @@
 // callback: libuv frees the memory once it is done with it, with no
 // JavaScript called back.
 import { Buffer } from 'node:buffer';
+import process from 'node:process';
 import { isMainThread } from 'node:worker_threads';
 import koffi from 'koffi';
 import { RdmaError } from './errors.js';
 import { libc } from './libc.js';
 import { libuv } from './libuv.js';
 import type { Pointer } from './library.js';
+
+/**
+ * Whether Node runs the nextTick queue and promise reactions after a libuv
+ * callback that koffi makes (with napi_call_function, outside a callback
+ * scope). Node 20 to 25 run both in the check phase of the same turn: Node
+ * 20's native-immediates pass opens a callback scope every turn, whose close
+ * drains them. Node 26 opens it only when a native immediate is queued (seen
+ * in gdb, docs/performance-notes.md "Why Node 26 needs an immediate"), so
+ * what such a callback settles waits for the next timer or I/O unless rdmacm
+ * queues an immediate (fd-watcher.ts), which then also ends the turn
+ * (prepare-hook.ts). Decided by version, not probed: a probe fooled by
+ * another callback's drain would bring the stalls back.
+ */
+export const nodeDrainsAfterCallbacks = Number(process.versions.node.split('.')[0]) < 26;
 
 let reachable: boolean | undefined;
 

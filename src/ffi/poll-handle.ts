@@ -1,8 +1,7 @@
 // A watch of a file descriptor's readability on this thread's libuv loop: a
 // uv_poll_t, reached one of two ways.
-// - On the main thread before Node 26, libuv's own functions through FFI
-//   (main-loop.ts), every watch calling back through one koffi.register'ed
-//   function.
+// - On the main thread, libuv's own functions through FFI (main-loop.ts),
+//   every watch calling back through one koffi.register'ed function.
 //   koffi.node.poll's wrapper builds an events object with three named
 //   properties on every wake-up: over half of a Node wake-up's instructions.
 //   A FIFO ping-pong executed 12,630 instructions a round trip with it and
@@ -10,7 +9,7 @@
 //   round trip in the soft-RoCE guest (docs/performance-notes.md, "koffi's
 //   poll wrapper").
 // - On a worker thread, koffi.node.poll, whose handles koffi's finalizers
-//   close when a worker is torn down; and on Node 26 (main-loop.ts says why).
+//   close when a worker is torn down.
 import koffi from 'koffi';
 import type { node as koffiNode } from 'koffi';
 import { libuv, UV_POLL, UV_READABLE } from './libuv.js';

@@ -4,10 +4,9 @@
 // immediate: on the host, an immediate per wake-up added 4,582 instructions
 // to a FIFO ping-pong's round trip, this hook 1,528 (docs/performance-notes.md,
 // "koffi's poll wrapper").
-import process from 'node:process';
 import koffi from 'koffi';
 import { libuv, UV_PREPARE } from './libuv.js';
-import { mainLoopReachable, openHandle, uvFailed } from './main-loop.js';
+import { mainLoopReachable, nodeDrainsAfterCallbacks, openHandle, uvFailed } from './main-loop.js';
 import type { Pointer } from './library.js';
 
 export interface PrepareHook {
@@ -18,20 +17,18 @@ export interface PrepareHook {
 }
 
 /**
- * Node 26 and later end a turn with an immediate instead. Each wake-up there
- * queues one anyway (fd-watcher.ts: Node 26 drains nothing after a callback
- * from libuv), and in one Debian 12 guest the hook read little faster beside
- * it: events ping-pong p50, medians of three rounds, next() 219 µs with the
- * hook and 222 without, a listener 153 and 166 (2026-12-05). And the one CI
- * run that ended Node 26's turns with this hook aborted in its Node 26 pass
- * (docs/performance-notes.md, "koffi's poll wrapper"), unexplained.
+ * The hook calling `callback`, stopped; undefined where this thread makes no
+ * libuv handles of its own (see main-loop.ts) or Node is 26 or later. Node 26
+ * ends a turn with an immediate instead: each wake-up there queues one anyway
+ * (main-loop.ts, nodeDrainsAfterCallbacks), and in one Debian 12 guest the
+ * hook read little faster beside it (events ping-pong p50, medians of three
+ * rounds: next() 219 µs with the hook and 222 without, a listener 153 and
+ * 166; 2026-12-05). And the one CI run that ended Node 26's turns with this
+ * hook aborted in its Node 26 pass (docs/performance-notes.md, "koffi's poll
+ * wrapper"), unexplained.
  */
-const LAST_MAJOR_WITH_HOOK = 25;
-const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
-
-/** The hook calling `callback`, stopped; undefined where this thread makes no libuv handles of its own (see main-loop.ts) or Node is 26 or later. */
 export function openPrepareHook(callback: () => void): PrepareHook | undefined {
-  if (NODE_MAJOR > LAST_MAJOR_WITH_HOOK || !mainLoopReachable()) return undefined;
+  if (!nodeDrainsAfterCallbacks || !mainLoopReachable()) return undefined;
   const memory = openHandle(UV_PREPARE, (loop, handle) => libuv.uv_prepare_init(loop, handle), 'uv_prepare_init');
   libuv.uv_unref(memory);
   const prototype = koffi.proto('void rdmacm_uv_prepare_cb(uintptr_t handle)');

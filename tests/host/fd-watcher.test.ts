@@ -3,8 +3,8 @@
 // after it, on every Node line; a poll error reaches its owner; a
 // watcher nobody is interested in lets the process end, and a worker thread
 // may exit with a watch running. The main thread's watches call libuv
-// directly, a worker's go through koffi.node.poll: both call
-// back, and an error their callback throws reaches 'uncaughtException'.
+// directly, a worker's go through koffi.node.poll: both call back, and an
+// error their callback throws reaches 'uncaughtException'.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closeSync, constants, openSync } from 'node:fs';

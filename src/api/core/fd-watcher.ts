@@ -7,6 +7,7 @@ import process from 'node:process';
 import koffi from 'koffi';
 import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../../ffi/libc.js';
 import { RdmaError } from '../../ffi/errors.js';
+import { nodeDrainsAfterCallbacks } from '../../ffi/main-loop.js';
 import { openPollHandle, type PollHandle } from '../../ffi/poll-handle.js';
 import { atTurnEnd, throwInTick } from './turn-end.js';
 
@@ -50,18 +51,11 @@ function stopWatchesOnExit(): void {
 let openWatchers = 0;
 
 /**
- * Node 26 runs neither the nextTick queue nor promise reactions after a libuv
- * callback that koffi makes (with napi_call_function, outside a callback
- * scope). Node 20 to 25 run both in the check phase of the same turn: Node
- * 20's native-immediates pass opens a callback scope every turn, whose close
- * drains them; Node 26's only when a native immediate is queued (seen in
- * gdb, docs/performance-notes.md "Why Node 26 needs an immediate"). So
- * what a callback settled waited for the next timer or I/O: an rdmacm/net
- * refusal took 10-30 s to report. An immediate, at most one per turn of the
- * loop, ends the turn with Node's own drain. Decided by version, not probed:
- * a probe fooled by another callback's drain would bring the stalls back.
+ * Where Node leaves what a libuv callback settled undrained (Node 26), an
+ * immediate, at most one per turn of the loop, ends the turn with Node's own
+ * drain: without it an rdmacm/net refusal took 10-30 s to report.
  */
-const drainAfterCallbacks = Number(process.versions.node.split('.')[0]) >= 26;
+const drainAfterCallbacks = !nodeDrainsAfterCallbacks;
 let drainScheduled = false;
 const drained = (): void => {
   drainScheduled = false;
