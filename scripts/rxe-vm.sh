@@ -14,8 +14,9 @@
 #                     RDMACM_TEST_ADDR=10.77.0.1.
 #                  2: two guests, each with a virtio-net NIC; the NICs are joined
 #                     by QEMU socket netdevs over UDP on 127.0.0.1 (one datagram
-#                     per frame, a free port per guest), so RoCEv2 packets
-#                     really cross a link. rxe0 sits on eth0; addresses
+#                     per frame, a free port per guest), or with RDMACM_VM_LINK=unix
+#                     by dgram netdevs over a Unix socket per guest, so RoCEv2
+#                     packets really cross a link. rxe0 sits on eth0; addresses
 #                     10.78.0.1 and fd78::1 (host0), 10.78.0.2 and fd78::2 (host1). COMMAND runs on
 #                     both guests; output lines are prefixed "[host0] "/"[host1] ".
 #   --distro D     bookworm (default, env RDMACM_VM_DISTRO), trixie or bullseye.
@@ -131,7 +132,8 @@
 #   RDMACM_VM_MONITOR (a path: QEMU's human monitor listens on that Unix socket,
 #   suffixed .1 for the second guest; `info jit` there counts TCG's translations
 #   and TLB flushes), RDMACM_VM_APPEND (more of the guest kernel's command line),
-#   RDMACM_VM_PKU (1: the guest kernel uses protection keys; default 0, `nopku`).
+#   RDMACM_VM_PKU (1: the guest kernel uses protection keys; default 0, `nopku`),
+#   RDMACM_VM_LINK (--hosts 2: udp, the default, or unix: lossless, QEMU 7.2 or later).
 #
 # Host requirements (installed with apt-get when missing, as root or with
 # passwordless sudo; otherwise the exact command is printed): qemu-system-x86
@@ -701,12 +703,32 @@ main() {
   local addrs=() i
   if [ "$HOSTS" = 1 ]; then addrs=(10.77.0.1); else addrs=(10.78.0.1 10.78.0.2); fi
 
-  # The link is one UDP socket per guest, each sending to the other's port: a
+  # The link is one datagram socket per guest, each sending to the other's: a
   # datagram link, with no Nagle. (A TCP socket netdev left Nagle on at its
   # listening end, so a RoCE responder's ACK-then-reply pair waited for the
-  # peer's delayed ACK: ~25 ms per round trip.)
+  # peer's delayed ACK: ~25 ms per round trip.) Over UDP the host drops what
+  # its receive buffer (212 KiB by default) cannot hold, and a drop at a
+  # stream's tail stalls RC until its ACK timeout; over Unix sockets
+  # (RDMACM_VM_LINK=unix) a full queue makes the sender wait and QEMU holds
+  # the frame back. The bench's two-guest rows use unix; the tests keep udp
+  # until the one hang of net-demo.sh over unix in five runs is understood
+  # (docs/performance-notes.md, "The two-guest link can lose nothing").
   local ports=()
-  if [ "$HOSTS" = 2 ]; then
+  LINK=${RDMACM_VM_LINK:-udp}
+  case "$LINK" in
+    udp) ;;
+    unix) "$qemu" -netdev help 2>/dev/null | grep -qx dgram || die $EXIT_VM "RDMACM_VM_LINK=unix needs QEMU's dgram netdev (QEMU 7.2 or later)" ;;
+    *) die $EXIT_VM "RDMACM_VM_LINK: expected udp or unix, got '$LINK'" ;;
+  esac
+  # A Unix datagram queue holds 10 frames (net.unix.max_dgram_qlen): each
+  # QEMU gets a network namespace of its own (it uses no network but the link)
+  # where the queue holds 512, so a frame waits in QEMU only once its sender's
+  # socket buffer is full. Without unshare, the queues stay at 10.
+  LAUNCH=()
+  if [ "$LINK" = unix ] && unshare -n true 2>/dev/null; then
+    LAUNCH=(unshare -n sh -c 'echo 512 > /proc/sys/net/unix/max_dgram_qlen && exec "$@"' sh)
+  fi
+  if [ "$HOSTS" = 2 ] && [ "$LINK" = udp ]; then
     local port0 port1
     port0=$(free_udp_port) || exit $EXIT_VM
     port1=$(free_udp_port "$port0") || exit $EXIT_VM
@@ -793,9 +815,13 @@ launch_guests() {
     if [ "$HOSTS" = 1 ]; then
       args+=(-nic none)
     else
-      local own=${ports[$i]} peer=${ports[$((1 - i))]}
-      args+=(-netdev "socket,id=n0,udp=127.0.0.1:$peer,localaddr=127.0.0.1:$own"
-        -device "virtio-net-pci,netdev=n0,mac=52:54:00:4d:00:0$((i + 1))")
+      if [ "$LINK" = unix ]; then
+        args+=(-netdev "dgram,id=n0,local.type=unix,local.path=$TMP/link$i.sock,remote.type=unix,remote.path=$TMP/link$((1 - i)).sock")
+      else
+        local own=${ports[$i]} peer=${ports[$((1 - i))]}
+        args+=(-netdev "socket,id=n0,udp=127.0.0.1:$peer,localaddr=127.0.0.1:$own")
+      fi
+      args+=(-device "virtio-net-pci,netdev=n0,mac=52:54:00:4d:00:0$((i + 1))")
     fi
 
     mkfifo "$TMP/err$i"
@@ -826,10 +852,10 @@ launch_guests() {
       else
         args+=(-monitor none)
       fi
-      "$qemu" "${args[@]}" </dev/null >/dev/null 2>"$TMP/qemu$i.log" &
+      "${LAUNCH[@]}" "$qemu" "${args[@]}" </dev/null >/dev/null 2>"$TMP/qemu$i.log" &
     fi
     PIDS+=($!)
-    if [ "$HOSTS" = 2 ]; then
+    if [ "$HOSTS" = 2 ] && [ "$LINK" = udp ]; then
       # QEMU exits ("can't bind") if its port was taken since free_udp_port looked: report it here
       local ok=0
       for _ in $(seq 1 200); do
