@@ -723,10 +723,10 @@ main() {
   # A Unix datagram queue holds 10 frames (net.unix.max_dgram_qlen): each
   # QEMU gets a network namespace of its own (it uses no network but the link)
   # where the queue holds 512, so a frame waits in QEMU only once its sender's
-  # socket buffer is full. Without unshare, the queues stay at 10.
+  # socket buffer is full. Without unshare (or that write), the queues stay at 10.
   LAUNCH=()
   if [ "$LINK" = unix ] && unshare -n true 2>/dev/null; then
-    LAUNCH=(unshare -n sh -c 'echo 512 > /proc/sys/net/unix/max_dgram_qlen && exec "$@"' sh)
+    LAUNCH=(unshare -n sh -c '(echo 512 > /proc/sys/net/unix/max_dgram_qlen) 2>/dev/null; exec "$@"' sh)
   fi
   if [ "$HOSTS" = 2 ] && [ "$LINK" = udp ]; then
     local port0 port1
