@@ -55,7 +55,6 @@ let openWatchers = 0;
  * immediate, at most one per turn of the loop, ends the turn with Node's own
  * drain: without it an rdmacm/net refusal took 10-30 s to report.
  */
-const drainAfterCallbacks = !nodeDrainsAfterCallbacks;
 let drainScheduled = false;
 const drained = (): void => {
   drainScheduled = false;
@@ -121,7 +120,7 @@ export class FdWatcher {
    */
   readonly #polled = (status: number): void => {
     if (status < 0) started.delete(this);
-    if (drainAfterCallbacks && !drainScheduled) {
+    if (!nodeDrainsAfterCallbacks && !drainScheduled) {
       drainScheduled = true;
       setImmediate(drained);
     }
