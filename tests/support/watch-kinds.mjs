@@ -2,8 +2,12 @@
 // so a worker loads the sources through tsx's API too). On the main thread and
 // in a worker: which way the thread's watches reach libuv, whether a write
 // calls back, and whether an error its callback throws reaches
-// 'uncaughtException' with the watch calling back again after it. Prints one
-// JSON line per thread: main's, then the worker's.
+// 'uncaughtException' with the watch calling back again after it, and so does
+// an error thrown by a nextTick the callback queued, with an async hook on
+// (Node then checks its async context stack, which a tick that throws leaves
+// open until Node's own handler takes the error). Prints one JSON line per
+// thread: main's, then the worker's.
+import { createHook } from 'node:async_hooks';
 import { tsImport } from 'tsx/esm/api';
 import { printFromEachThread } from './each-thread.mjs';
 
@@ -12,6 +16,7 @@ async function probe() {
   const { pollHandleKind } = await tsImport('../../src/ffi/poll-handle.ts', import.meta.url);
   const { Fifo } = await tsImport('./fifo.ts', import.meta.url);
   const fifo = new Fifo();
+  createHook({ init() {} }).enable();
   const uncaught = [];
   process.on('uncaughtException', (error) => uncaught.push(error.message));
   let calls = 0;
@@ -21,6 +26,9 @@ async function probe() {
     fifo.drain();
     wake();
     if (calls === 1) throw new Error('thrown by the first callback');
+    if (calls === 2) process.nextTick(() => {
+      throw new Error('thrown by a tick the second callback queued');
+    });
   });
   watcher.setInterest(true);
   const bounded = (what) => new Promise((resolve) => {
@@ -34,9 +42,13 @@ async function probe() {
   woken = bounded('second');
   fifo.write(1);
   const second = await woken;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  woken = bounded('third');
+  fifo.write(1);
+  const third = await woken;
   watcher.close();
   fifo.close();
-  return { kind: pollHandleKind(), first, second, calls, uncaught };
+  return { kind: pollHandleKind(), first, second, third, calls, uncaught };
 }
 
 await printFromEachThread(new URL(import.meta.url), probe);
