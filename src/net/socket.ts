@@ -343,6 +343,9 @@ export class RdmaSocket extends Duplex {
       this.#connecting = false;
       this.emit('connect');
       this.emit('ready');
+      // What #start's first completions brought while the socket still counted as connecting: the peer's
+      // first credits or bytes can land before its ESTABLISHED is read, and no later completion need come.
+      if (!this.destroyed) this.#caughtUp();
     } catch (error) {
       this.#connecting = false;
       if (this.destroyed) return;
@@ -416,6 +419,7 @@ export class RdmaSocket extends Duplex {
       socket.#id = id;
       socket.#conn = conn;
       socket.#start(conn, peer);
+      socket.#caughtUp();
     };
   }
 
@@ -428,7 +432,11 @@ export class RdmaSocket extends Duplex {
     if (this.#keepaliveMs !== undefined) conn.setKeepalive(this.#keepaliveMs);
     id.waitForDisconnect().then(() => conn.peerDisconnected(), () => undefined);
     this.#refreshIdle();
-    if (this.#wantsRead || this.#onread) this.#pull();
+  }
+
+  /** Reads what is waiting and writes what was queued: once connected, as a completion would. */
+  #caughtUp(): void {
+    this.#onReadable();
     this.#continueWrite();
   }
 
