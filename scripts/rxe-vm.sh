@@ -710,9 +710,9 @@ main() {
   # its receive buffer (212 KiB by default) cannot hold, and a drop at a
   # stream's tail stalls RC until its ACK timeout; over Unix sockets
   # (RDMACM_VM_LINK=unix) a full queue makes the sender wait and QEMU holds
-  # the frame back. The bench's two-guest rows use unix; the tests keep udp
-  # until the one hang of net-demo.sh over unix in eight runs is understood
-  # (docs/performance-notes.md, "The two-guest link can lose nothing").
+  # the frame back. The bench's two-guest rows use unix; the tests keep udp,
+  # which every QEMU has. (net-demo.sh's one hang over unix was rdmacm/net's,
+  # fixed: docs/performance-notes.md, "The two-guest link can lose nothing".)
   local ports=()
   LINK=${RDMACM_VM_LINK:-udp}
   case "$LINK" in
