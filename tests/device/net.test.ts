@@ -132,7 +132,7 @@ test('a client slow to take its ESTABLISHED: its early write goes out and the se
   try {
     const [port] = (await once(worker, 'message')) as [number];
     hook.enable();
-    // Busy-poll drains the queue for a whole time slice while connecting: the client's own first send's completion too.
+    // Each completion mode takes the start's completions its own way: busy-poll drains for a time slice, events re-arms and drains once more.
     for (const [round, completionMode] of (['adaptive', 'busy-poll', 'events', 'busy-poll'] as const).entries()) {
       slow = true;
       const client = connect({ port, host: deviceAddress(), rdma: { completionMode } }, () => (slow = false));

@@ -86,8 +86,9 @@ const drained = (): void => {
  * Runs what a libuv callback made through koffi queued (nextTicks, the
  * reactions of promises it settled), for a Node that leaves them undrained
  * after it (Node 26, main-loop.ts: nodeDrainsAfterCallbacks). At once, with
- * Node's own drain: an immediate per wake-up made a 2 B ping-pong's p50 on
- * completion events 289-298 µs against 174-238 in one guest (2026-12-06).
+ * Node's own drain: with an immediate per wake-up instead, a 2 B ping-pong's
+ * p50 on completion events read 202-352 µs against 181-277, six rounds each
+ * in one guest (2026-12-06).
  * A tick that throws is thrown again from an immediate, so that Node's own
  * handler takes it, as it would from the end of a callback scope, and clears
  * the async context the tick left open.
