@@ -23,9 +23,9 @@ import type { Pointer } from './library.js';
  * drains them. Node 26 opens it only when a native immediate is queued (seen
  * in gdb, docs/performance-notes.md "Why Node 26 needs an immediate"), so
  * what such a callback settles waits for the next timer or I/O unless rdmacm
- * drains it (fd-watcher.ts; turn-end.ts, drainAfterCallback). Decided by
- * version, not probed: a probe fooled by another callback's drain would bring
- * the stalls back.
+ * queues an immediate (fd-watcher.ts), which then also ends the turn
+ * (prepare-hook.ts). Decided by version, not probed: a probe fooled by
+ * another callback's drain would bring the stalls back.
  */
 export const nodeDrainsAfterCallbacks = Number(process.versions.node.split('.')[0]) < 26;
 

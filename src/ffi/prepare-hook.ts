@@ -19,11 +19,11 @@ export interface PrepareHook {
 /**
  * The hook calling `callback`, stopped; undefined where this thread makes no
  * libuv handles of its own (see main-loop.ts) or Node is 26 or later. Node 26
- * ends a turn with an immediate instead: in one Debian 12 guest the hook read
- * little faster, when each wake-up there queued an immediate for its drain
- * as well (events ping-pong p50, medians of three rounds: next() 219 µs with
- * the hook and 222 without, a listener 153 and 166; 2026-12-05; main-loop.ts,
- * nodeDrainsAfterCallbacks). And the one CI run that ended Node 26's turns with this
+ * ends a turn with an immediate instead: each wake-up there queues one anyway
+ * (main-loop.ts, nodeDrainsAfterCallbacks), and in one Debian 12 guest the
+ * hook read little faster beside it (events ping-pong p50, medians of three
+ * rounds: next() 219 µs with the hook and 222 without, a listener 153 and
+ * 166; 2026-12-05). And the one CI run that ended Node 26's turns with this
  * hook aborted in its Node 26 pass (docs/performance-notes.md, "koffi's poll
  * wrapper"), unexplained.
  */

@@ -9,7 +9,7 @@ import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../../ffi/libc.js';
 import { RdmaError } from '../../ffi/errors.js';
 import { nodeDrainsAfterCallbacks } from '../../ffi/main-loop.js';
 import { openPollHandle, type PollHandle } from '../../ffi/poll-handle.js';
-import { atTurnEnd, drainAfterCallback, throwInTick } from './turn-end.js';
+import { atTurnEnd, throwInTick } from './turn-end.js';
 
 /** Sets O_NONBLOCK on `fd` so reads report EAGAIN instead of blocking. */
 export function setNonBlocking(fd: number): void {
@@ -49,6 +49,16 @@ function stopWatchesOnExit(): void {
 
 /** Watchers created and not yet closed. */
 let openWatchers = 0;
+
+/**
+ * Where Node leaves what a libuv callback settled undrained (Node 26), an
+ * immediate, at most one per turn of the loop, ends the turn with Node's own
+ * drain: without it an rdmacm/net refusal took 10-30 s to report.
+ */
+let drainScheduled = false;
+const drained = (): void => {
+  drainScheduled = false;
+};
 
 export class FdWatcher {
   /** Watchers created and not yet closed (a leak check for tests). */
@@ -110,13 +120,15 @@ export class FdWatcher {
    */
   readonly #polled = (status: number): void => {
     if (status < 0) started.delete(this);
+    if (!nodeDrainsAfterCallbacks && !drainScheduled) {
+      drainScheduled = true;
+      setImmediate(drained);
+    }
     try {
       this.onReadable();
     } catch (error) {
       throwInTick(error);
     }
-    // Without it, on Node 26 an rdmacm/net refusal took 10-30 s to report: what the callback settled waited for other I/O.
-    if (!nodeDrainsAfterCallbacks) drainAfterCallback();
   };
 
   readonly #stopIfDue = (): void => {

@@ -5,9 +5,7 @@
 // elsewhere (a worker, Node 26 and later) one immediate. The events path
 // ended each turn with up to three immediates of its own, and on the host
 // the first immediate of a wake-up cost more than the rest of the wake-up's
-// JavaScript (docs/performance-notes.md, "koffi's poll wrapper"). And what a
-// libuv callback made through koffi queued, run right after it where Node
-// does not (drainAfterCallback), and errors thrown there passed on to Node.
+// JavaScript (docs/performance-notes.md, "koffi's poll wrapper").
 import process from 'node:process';
 import { openPrepareHook, type PrepareHook } from '../../ffi/prepare-hook.js';
 
@@ -64,50 +62,6 @@ function runDue(): void {
   }
   tasks.length = 0;
   spare = tasks;
-}
-
-/**
- * Node's own drain of its nextTick queue and then the microtasks, the one a
- * callback scope's end runs: process._tickCallback, which Node keeps "to
- * emulate a tick manually". Only Node's function itself (named runNextTicks):
- * under --pending-deprecation Node wraps it to warn (DEP0134), and an
- * immediate drains instead.
- */
-const runNextTicks = ((): (() => void) | undefined => {
-  const tickCallback = (process as { _tickCallback?: unknown })._tickCallback;
-  return typeof tickCallback === 'function' && tickCallback.name === 'runNextTicks' ? (tickCallback as () => void) : undefined;
-})();
-let drainQueued = false;
-const drained = (): void => {
-  drainQueued = false;
-};
-
-/**
- * Runs what a libuv callback made through koffi queued (nextTicks, the
- * reactions of promises it settled), for a Node that leaves them undrained
- * after it (Node 26, main-loop.ts: nodeDrainsAfterCallbacks). At once, with
- * Node's own drain: with an immediate per wake-up instead, a 2 B ping-pong's
- * p50 on completion events read 202-352 µs against 181-277, six rounds each
- * in one guest (2026-12-06).
- * A tick that throws is thrown again from an immediate, so that Node's own
- * handler takes it, as it would from the end of a callback scope, and clears
- * the async context the tick left open.
- */
-export function drainAfterCallback(): void {
-  if (runNextTicks) {
-    try {
-      runNextTicks();
-    } catch (error) {
-      setImmediate(rethrow, error);
-    }
-  } else if (!drainQueued) {
-    drainQueued = true;
-    setImmediate(drained);
-  }
-}
-
-function rethrow(error: unknown): never {
-  throw error;
 }
 
 /**
