@@ -4,9 +4,9 @@
 // calls back, and whether an error its callback throws reaches
 // 'uncaughtException' with the watch calling back again after it, and so does
 // an error thrown by a nextTick the callback queued, with an async hook on
-// (Node then checks its async context stack, which a tick that throws leaves
-// open until Node's own handler takes the error). Prints one JSON line per
-// thread: main's, then the worker's.
+// (Node then checks its async context stack, which a drain run outside a
+// callback scope corrupts). Prints one JSON line per thread: main's, then the
+// worker's.
 import { createHook } from 'node:async_hooks';
 import { tsImport } from 'tsx/esm/api';
 import { printFromEachThread } from './each-thread.mjs';

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkRstream, rstreamExchange } from '../support/rstream-peer.js';
+import { rdmaListening } from '../support/processes.js';
 import {
   createId, connect, createServer, EventChannel, WorkCompletionError, ConnectionError, RdmaError, type CmId, type RdmaServer, type RdmaSocket, type WorkCompletion,
 } from '../../src/index.js';
@@ -187,56 +188,48 @@ const RDMA_OVER_TCP_LIMIT = 4;
 const RDMA_CEILING_MICROS = 10_000;
 
 /**
- * Waits (up to 30 s) until an rdma_cm id listens on `port`, as `rdma res show
- * cm_id` lists it: a perftest client that comes before its server listens is
- * refused, as bench/pairs.sh says.
+ * `attempt` on each port in turn until one run ends well: a pair that has not
+ * ended in 45 s (it takes seconds) gets one more try on a fresh port, as the
+ * bench's pairs do. Once in CI both ends of the first still ran at the 90 s
+ * limit, and a perftest server whose client is gone waits for ever.
  */
-async function rdmaListening(port: number): Promise<void> {
-  const listening = new RegExp(`state LISTEN .*src-addr [^ ]*:${port} `);
-  for (let tries = 0; tries < 300; tries++) {
-    const table = await execFileAsync('rdma', ['res', 'show', 'cm_id']).then(({ stdout }) => stdout, () => '');
-    if (listening.test(table)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+async function onFreshPorts<T>(side: string, ports: readonly number[], attempt: (port: number) => Promise<T>): Promise<T> {
+  for (let index = 0; ; index++) {
+    try {
+      return await attempt(ports[index]!);
+    } catch (error) {
+      if (index === ports.length - 1) throw error;
+      console.log(`twohost: ib_send_lat ${side} on port ${ports[index]} failed, once more: ${(error as Error).message.split('\n')[0]}`);
+    }
   }
 }
 
 test('an RDMA round trip across the link costs about what a TCP one does', { timeout: 300_000 }, async () => {
   const pingPong = ['-S', '64', '-C', '1', '-I', '1000'];
   const latency = (port: number) => ['-R', '-d', device, '-F', '-n', '2000', '-s', '64', '-p', String(port)];
-  // A pair that has not ended in 45 s (it takes seconds) gets one more try on a fresh port, as the bench's
-  // pairs do: once in CI both ends of the first still ran at the 90 s limit, and a perftest server whose
-  // client is gone waits for ever.
   const ports = [18520, 18522];
   if (hostIndex === 0) {
     const tcp = runTool(['rstream', '-T', 's', '-b', serverAddress!, '-p', '18521', ...pingPong]);
     setTimeout(() => signal('tcp-listening'), 500);
     await tcp;
-    for (const [attempt, port] of ports.entries()) {
+    const serverMicros = await onFreshPorts('server', ports, async (port) => {
       const rdma = runTool(['ib_send_lat', ...latency(port)], { timeoutMs: 45_000 });
-      await rdmaListening(port);
+      // Never listening: the server's own end (its 45 s at most) comes first, so no run is left behind.
+      await rdmaListening(port).catch(async (error: unknown) => {
+        await rdma.catch(() => undefined);
+        throw error;
+      });
       signal(`latency-listening-${port}`);
-      try {
-        console.log(`twohost: ib_send_lat server: ${typicalLatency(await rdma)} µs`);
-        break;
-      } catch (error) {
-        if (attempt === ports.length - 1) throw error;
-        console.log(`twohost: ib_send_lat server on port ${port} failed, once more: ${(error as Error).message.split('\n')[0]}`);
-      }
-    }
+      return typicalLatency(await rdma);
+    });
+    console.log(`twohost: ib_send_lat server: ${serverMicros} µs`);
   } else {
     await meet('tcp-listening');
     const tcpMicros = rstreamLatency(await runTool(['rstream', '-T', 's', '-s', serverAddress!, '-p', '18521', ...pingPong], { attempts: 10 }));
-    let rdmaMicros = NaN;
-    for (const [attempt, port] of ports.entries()) {
+    const rdmaMicros = await onFreshPorts('client', ports, async (port) => {
       await meet(`latency-listening-${port}`, 90_000);
-      try {
-        rdmaMicros = typicalLatency(await runTool(['ib_send_lat', ...latency(port), serverAddress!], { attempts: 10, timeoutMs: 45_000 }));
-        break;
-      } catch (error) {
-        if (attempt === ports.length - 1) throw error;
-        console.log(`twohost: ib_send_lat client on port ${port} failed, once more: ${(error as Error).message.split('\n')[0]}`);
-      }
-    }
+      return typicalLatency(await runTool(['ib_send_lat', ...latency(port), serverAddress!], { attempts: 10, timeoutMs: 45_000 }));
+    });
     const ratio = rdmaMicros / tcpMicros;
     console.log(`twohost: 64 B half round trip: ib_send_lat ${rdmaMicros} µs, TCP ${tcpMicros} µs, ${ratio.toFixed(2)} times`);
     assert.ok(ratio < RDMA_OVER_TCP_LIMIT, `ib_send_lat ${rdmaMicros} µs is ${ratio.toFixed(1)} times TCP's ${tcpMicros} µs (limit ${RDMA_OVER_TCP_LIMIT})`);
