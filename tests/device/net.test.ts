@@ -108,7 +108,8 @@ test('a client slow to take its ESTABLISHED: its early write goes out and the se
   // no hook can delay), there was none: the write stayed queued and the
   // greeting unread for good, 1 connection in 20 to 200 across two guests.
   // In one guest that send's completion comes later, and the code before the
-  // fix passed this test too: it keeps the path taken, not the race.
+  // fix passed this test too: it keeps the path taken, not the race, which
+  // the two-host tier's fresh connections catch (tests/twohost/run.ts).
   const net = fileURLToPath(new URL('../../src/net/index.js', import.meta.url));
   const worker = new Worker(`
     const { parentPort, workerData } = require('node:worker_threads');
