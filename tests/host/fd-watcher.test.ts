@@ -100,10 +100,10 @@ test('process.exit() in a worker thread whose watch is running does not abort th
   assert.equal(runAlone([], supportScript('exit-in-worker.mjs'), 90_000), 'survived 20');
 });
 
-test('the main thread watches through libuv directly and a worker through koffi; in both, an error thrown by the callback or by a tick it queued reaches uncaughtException and the watch calls back again', { timeout: 60_000 }, () => {
+test('the main thread watches through libuv directly and a worker through koffi; in both, an error thrown by the callback or by a tick it queued reaches uncaughtException and the watch calls back again, and a tick that feeds an HTTP parser runs', { timeout: 60_000 }, () => {
   const [main, worker] = runAlone([], supportScript('watch-kinds.mjs'), 30_000).split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
   const expected = {
-    first: 'first', second: 'second', third: 'third', calls: 3, uncaught: ['thrown by the first callback', 'thrown by a tick the second callback queued'],
+    first: 'first', second: 'second', third: 'third', fourth: 'fourth', body: 'body', calls: 4, uncaught: ['thrown by the first callback', 'thrown by a tick the second callback queued'],
   };
   assert.deepEqual(main, { kind: 'libuv', ...expected });
   assert.deepEqual(worker, { kind: 'koffi', ...expected });

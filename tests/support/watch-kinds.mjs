@@ -5,9 +5,15 @@
 // 'uncaughtException' with the watch calling back again after it, and so does
 // an error thrown by a nextTick the callback queued, with an async hook on
 // (Node then checks its async context stack, which a drain run outside a
-// callback scope corrupts). Prints one JSON line per thread: main's, then the
-// worker's.
+// callback scope corrupts); and a tick that feeds an HTTP request to Node's
+// parser, which calls back through native MakeCallback, as an HTTP server on
+// an rdmacm/net socket does. Node 26 aborted in CI on that when rdmacm drained
+// the ticks outside a callback scope (reverted in c2a4d4c); with the async
+// hook on, either tick alone aborts that build here. Prints one JSON line per
+// thread: main's, then the worker's.
 import { createHook } from 'node:async_hooks';
+import { createServer } from 'node:http';
+import { Duplex } from 'node:stream';
 import { tsImport } from 'tsx/esm/api';
 import { printFromEachThread } from './each-thread.mjs';
 
@@ -19,6 +25,19 @@ async function probe() {
   createHook({ init() {} }).enable();
   const uncaught = [];
   process.on('uncaughtException', (error) => uncaught.push(error.message));
+  // An HTTP server on a stream with no handle: its parser takes the bytes from 'data' events.
+  const connection = new Duplex({ read() {}, write: (_chunk, _encoding, callback) => callback() });
+  const requestBody = new Promise((resolve) => {
+    createServer((request, response) => {
+      let body = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => {
+        response.end();
+        resolve(body);
+      });
+    }).emit('connection', connection);
+  });
   let calls = 0;
   let wake = () => {};
   const watcher = new FdWatcher(fifo.fd, () => {
@@ -29,6 +48,7 @@ async function probe() {
     if (calls === 2) process.nextTick(() => {
       throw new Error('thrown by a tick the second callback queued');
     });
+    if (calls === 4) process.nextTick(() => connection.push('POST / HTTP/1.1\r\nHost: rdmacm\r\nContent-Length: 4\r\n\r\nbody'));
   });
   watcher.setInterest(true);
   const bounded = (what) => new Promise((resolve) => {
@@ -46,9 +66,14 @@ async function probe() {
   woken = bounded('third');
   fifo.write(1);
   const third = await woken;
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  woken = bounded('fourth');
+  fifo.write(1);
+  const fourth = await woken;
+  const body = await Promise.race([requestBody, new Promise((resolve) => setTimeout(() => resolve('no request within 5 s'), 5000).unref())]);
   watcher.close();
   fifo.close();
-  return { kind: pollHandleKind(), first, second, third, calls, uncaught };
+  return { kind: pollHandleKind(), first, second, third, fourth, body, calls, uncaught };
 }
 
 await printFromEachThread(new URL(import.meta.url), probe);
