@@ -53,7 +53,11 @@ let openWatchers = 0;
 /**
  * Where Node leaves what a libuv callback settled undrained (Node 26), an
  * immediate, at most one per turn of the loop, ends the turn with Node's own
- * drain: without it an rdmacm/net refusal took 10-30 s to report.
+ * drain: without it an rdmacm/net refusal took 10-30 s to report. Its own,
+ * not atTurnEnd's: queued at the wake-up, it usually runs ahead of the turn's
+ * end tasks, and Node drains between immediates, so a waiter that waits again
+ * does so before the watch's stop check, as on Node 20 (whose end tasks run
+ * in the prepare hook, after the check phase).
  */
 let drainScheduled = false;
 const drained = (): void => {
