@@ -13,7 +13,8 @@
 # BENCH_LAT_SPINNING_ITERS (40000, when it seldom does: busy-poll, adaptive, whose learned budget
 # spins through this guest's wake-ups; each about 1–3 s, so the 1 ms timer ticks a thousand times
 # or more: 3000 adaptive round trips gave it 226–367 ticks), BENCH_LAT_SPIN_US (200: adaptive
-# mode's spin budget in its second row, fixed there, longer than this guest's round trip), BENCH_BW64_ITERS (40000),
+# mode's spin budget in its second row, fixed there, longer than this guest's round trip), BENCH_FLOOR_SECONDS
+# (10: how long the loops that only spin run, the timer rows' floor), BENCH_BW64_ITERS (40000),
 # BENCH_BW64K_ITERS (4000; runs of a second or two: 5000 and 1000 varied twofold), BENCH_CONNS (100), BENCH_CONN_REPS (cmtime, binding
 # and raw-layer triples for connection setup; default BENCH_REPS), BENCH_CONN_ROUNDS
 # (measured rounds of BENCH_CONNS connections in each of the triple's processes; 5),
@@ -43,6 +44,7 @@ REPS=${BENCH_REPS:-3}
 LAT_N=${BENCH_LAT_ITERS:-5000}
 LAT_EV_N=${BENCH_LAT_EVENTS_ITERS:-3000}
 LAT_SPINNING_N=${BENCH_LAT_SPINNING_ITERS:-40000}
+FLOOR_S=${BENCH_FLOOR_SECONDS:-10}
 LAT_SPIN_US=${BENCH_LAT_SPIN_US:-200}
 BW64_N=${BENCH_BW64_ITERS:-40000}
 BW64K_N=${BENCH_BW64K_ITERS:-4000}
@@ -143,6 +145,14 @@ for r in $(seq 1 "$REPS"); do
   else
     say "no $APP/uv-pingpong (bench/build-uv-pingpong.sh did not build it): the C-on-libuv rows stay empty"
   fi
+  # The guest's own floor for the timer rows of the modes that spin: two loops that only spin, no RDMA, both
+  # CPUs busy as a busy pair keeps them. In C, how often each lost its CPU; in Node (spinning in 1 ms slices,
+  # as busy-poll does), the same 1 ms timer's lateness (performance-notes.md, "The guest takes a busy CPU away").
+  say "the guest's floor: two loops that only spin, in C (bench/spin-gaps.c), then in Node (bench/spin-floor.ts), run $r"
+  if [ -x "$APP/spin-gaps" ]; then
+    "$APP/spin-gaps" $FLOOR_S > "$RAW/c-spin-gaps-r$r.json.other" & "$APP/spin-gaps" $FLOOR_S > "$RAW/c-spin-gaps-r$r.json"; wait
+  fi
+  node "$APP/dist/bench/spin-floor.js" $FLOOR_S > /dev/null & node "$APP/dist/bench/spin-floor.js" $FLOOR_S --timer > "$RAW/ts-spin-floor-r$r.json"; wait
   for size in 64 65536; do
     n=$BW64_N; [ $size = 65536 ] && n=$BW64K_N
     say "bw ${size} B, run $r: rdmacm bench, then ib_send_bw"

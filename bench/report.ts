@@ -172,6 +172,16 @@ function queuedShare(runs: Record<string, number>[]): number | null {
     const single = collect(new RegExp(`^ts-lat-single-${wait}-2-r\\d+\\.json$`), json);
     raw_[`lat_${wait.replace('-', '_')}_single_2`] = single;
     row(`  both sides in node --single-threaded (no V8 helper threads)`, 'ms', pick(single, 'timer_p99_ms'), null, '—', null, `${single.length} TS`);
+    if (wait === 'busy-poll') {
+      // The guest's own floor for the modes that spin (bench/spin-floor.ts, bench/spin-gaps.c): two loops that
+      // only spin, no RDMA, keep both CPUs busy as a busy pair does; what the timer and a C loop lose to the guest.
+      const floor = collect(/^ts-spin-floor-r\d+\.json$/, json);
+      const gaps = collect(/^c-spin-gaps-r\d+\.json$/, json);
+      raw_.spin_floor = { ts: floor, c: gaps };
+      row(`  the guest's floor: the timer beside two Node loops that only spin`, 'ms', pick(floor, 'timer_p99_ms'), null, '—', null, `${floor.length} TS`);
+      row(`  the guest's floor: two C loops that only spin: CPU lost ≥ 2 ms`, '/s', null, pick(gaps, 'gaps_2ms_per_s'), '—', null, `${gaps.length} C`);
+      row(`  the same C loops: time lost in gaps ≥ 0.1 ms`, '%', null, pick(gaps, 'lost_percent'), '—', null, `${gaps.length} C`);
+    }
   }
   // Adaptive with a spin budget longer than this guest's round trip (bench/guest.sh's BENCH_LAT_SPIN_US), against the busy C:
   // what the mode does once its budget covers a round trip (the default, 50 µs, is sized for a NIC's).

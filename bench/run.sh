@@ -34,6 +34,8 @@ app=$raw/app
 bash bench/build-uv-pingpong.sh "$app/uv-pingpong" || echo "bench: bench/uv-pingpong.c did not build; its rows stay empty" >&2
 # rsockets' connections per second in C (bench/rsocket-conns.c), beside rdmacm/net's.
 bash bench/build-rsocket-conns.sh "$app/rsocket-conns" || echo "bench: bench/rsocket-conns.c did not build; its column stays empty" >&2
+# A C loop that only spins (bench/spin-gaps.c): how often the guest itself takes a busy CPU away, beside the timer rows.
+bash bench/build-spin-gaps.sh "$app/spin-gaps" || echo "bench: bench/spin-gaps.c did not build; its rows stay empty" >&2
 # The events mode again on the newest Node line (scripts/node-release.sh, from the npm registry): how
 # much of a wake-up is Node's own shows in the difference. BENCH_NEXT_NODE=0 leaves those rows out.
 next_line=${BENCH_NEXT_NODE:-26}

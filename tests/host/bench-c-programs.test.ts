@@ -4,6 +4,8 @@
 // - uv-pingpong.c, the events mode's C floor on libuv, and rsocket-conns.c,
 //   rsockets' connections per second: a bad command line is refused with
 //   exit 2 and one line, before anything native.
+// - spin-gaps.c, a loop that only spins (the timer rows' floor): a bad
+//   command line is refused the same way, and a short run prints its figures.
 // - wake-charge.c, the LD_PRELOAD shim of bench/wake-charge.sh: it defines
 //   ibv_get_cq_event for the dynamic linker to bind ahead of libibverbs'.
 import { after, test } from 'node:test';
@@ -65,6 +67,26 @@ const programs: ({ source: string; output: string; needs: string; tools: string;
       [['10.0.0.1', '7000', '0'], /^rsocket-conns: COUNT takes 1-1000000\n$/],
       [['10.0.0.1', '7000', '5', '-1'], /^rsocket-conns: WARMUP takes 0-1000000\n$/],
     ]),
+  },
+  {
+    source: 'spin-gaps.c', output: 'spin-gaps', needs: '/usr/include/stdio.h', tools: 'command -v cc', install: 'gcc',
+    check: 'refuses a bad command line with exit 2 and one line, and a 0.2 s run prints its figures',
+    verify: (program) => {
+      refusesEach([
+        [['0'], /^spin-gaps: takes \[SECONDS\], over 0 and up to 600\n$/],
+        [['601'], /^spin-gaps: takes \[SECONDS\]/],
+        [['5x'], /^spin-gaps: takes \[SECONDS\]/],
+        [['1', '2'], /^spin-gaps: takes \[SECONDS\]/],
+      ]).verify(program);
+      const run = spawnSync(program, ['0.2'], { encoding: 'utf8', timeout: 10_000 });
+      assert.equal(run.status, 0, run.stderr);
+      const figures = JSON.parse(run.stdout) as Record<string, number>;
+      assert.ok(figures.seconds! >= 0.2 && figures.seconds! < 1, run.stdout);
+      for (const key of ['gaps_100us', 'gaps_1ms', 'gaps_2ms', 'gaps_4ms', 'gaps_2ms_per_s', 'lost_percent', 'max_gap_ms']) {
+        assert.ok(Number.isFinite(figures[key]) && figures[key]! >= 0, `${key} in ${run.stdout}`);
+      }
+      assert.ok(figures.gaps_100us! >= figures.gaps_1ms! && figures.gaps_1ms! >= figures.gaps_2ms! && figures.gaps_2ms! >= figures.gaps_4ms!, run.stdout);
+    },
   },
   {
     source: 'wake-charge.c', output: 'wake-charge.so', needs: '/usr/include/infiniband/verbs.h', tools: 'command -v cc && command -v nm', install: 'gcc libibverbs-dev',
