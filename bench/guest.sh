@@ -147,7 +147,7 @@ for r in $(seq 1 "$REPS"); do
   fi
   # The guest's own floor for the timer rows of the modes that spin: two loops that only spin, no RDMA, both
   # CPUs busy as a busy pair keeps them. In C, how often each lost its CPU; in Node (spinning in 1 ms slices,
-  # as busy-poll does), the same 1 ms timer's lateness (performance-notes.md, "The guest takes a busy CPU away").
+  # as busy-poll does), the same 1 ms timer's lateness (performance-notes.md, "The 1 ms timer in the modes that spin").
   say "the guest's floor: two loops that only spin, in C (bench/spin-gaps.c), then in Node (bench/spin-floor.ts), run $r"
   if [ -x "$APP/spin-gaps" ]; then
     "$APP/spin-gaps" $FLOOR_S > "$RAW/c-spin-gaps-r$r.json.other" & "$APP/spin-gaps" $FLOOR_S > "$RAW/c-spin-gaps-r$r.json"; wait
