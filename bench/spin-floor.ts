@@ -19,8 +19,7 @@ if (!(seconds > 0 && seconds <= 600)) {
 }
 const probe = process.argv.includes('--timer') ? new TimerProbe() : undefined;
 probe?.start();
-const startedAt = performance.now();
-const measuredFrom = startedAt + WARMUP_MS;
+const measuredFrom = performance.now() + WARMUP_MS;
 const endAt = measuredFrom + seconds * 1000;
 probe?.measuredFrom(measuredFrom);
 
