@@ -8,10 +8,13 @@
 //   command line is refused the same way, and a short run prints its figures.
 // - wake-charge.c, the LD_PRELOAD shim of bench/wake-charge.sh: it defines
 //   ibv_get_cq_event for the dynamic linker to bind ahead of libibverbs'.
+// - syscall-times.c, the LD_PRELOAD shim of bench/syscall-times.sh: it defines
+//   the calls it times, and a process that rings no doorbell reports an empty
+//   window rather than figures.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import process from 'node:process';
@@ -95,6 +98,21 @@ const programs: ({ source: string; output: string; needs: string; tools: string;
       const symbols = spawnSync('nm', ['-D', '--defined-only', shim], { encoding: 'utf8' });
       assert.equal(symbols.status, 0, symbols.stderr);
       assert.match(symbols.stdout, /^[0-9a-f]+ T ibv_get_cq_event$/m);
+    },
+  },
+  {
+    source: 'syscall-times.c', output: 'syscall-times.so', needs: '/usr/include/stdio.h', tools: 'command -v cc && command -v nm', install: 'gcc',
+    check: 'defines the calls it times and reports an empty window without doorbells',
+    verify: (shim) => {
+      const symbols = spawnSync('nm', ['-D', '--defined-only', shim], { encoding: 'utf8' });
+      assert.equal(symbols.status, 0, symbols.stderr);
+      for (const call of ['write', 'read', 'ioctl', 'epoll_wait', 'epoll_pwait']) assert.match(symbols.stdout, new RegExp(`^[0-9a-f]+ T ${call}$`, 'm'));
+      const out = join(work, 'syscall-times.json');
+      const run = spawnSync(process.execPath, ['-e', 'setTimeout(() => {}, 10)'], {
+        encoding: 'utf8', timeout: 30_000, env: { ...process.env, LD_PRELOAD: shim, SYSCALL_TIMES_OUT: out },
+      });
+      assert.equal(run.status, 0, run.stderr);
+      assert.deepEqual(JSON.parse(readFileSync(out, 'utf8')), { doorbells: 0, window: 0 });
     },
   },
 ];
