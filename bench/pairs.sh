@@ -88,3 +88,13 @@ link_pair() {
     touch "$SHARED/$name-done"
   fi
 }
+
+# experiment_dir NAME: for the experiment scripts (bench/wake-charge.sh,
+# bench/syscall-times.sh): builds the package and bench/uv-pingpong.c into a new
+# bench/results/NAME-STAMP/, and prints that folder.
+experiment_dir() {
+  npm run --silent build >&2 || return 1
+  local raw
+  raw=bench/results/$1-$(date -u +%Y%m%dT%H%M%SZ)
+  mkdir -p "$raw" && bash bench/build-uv-pingpong.sh "$raw/uv-pingpong" >&2 && echo "$raw"
+}

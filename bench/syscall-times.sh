@@ -100,10 +100,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: bench/syscall-times.sh [--rounds N]" >&2; exit 2 ;;
   esac
 done
-npm run --silent build || exit 1
-raw=bench/results/syscall-times-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$raw"
-bash bench/build-uv-pingpong.sh "$raw/uv-pingpong" || exit 1
+raw=$(experiment_dir syscall-times) || exit 1
 bash bench/build-syscall-times.sh "$raw/syscall-times.so" || exit 1
 bash scripts/rxe-vm.sh --timeout 3000 -- bash bench/syscall-times.sh --in-guest "$raw" "$rounds" || say "syscall-times: the guest session failed"
 summarize "$raw"

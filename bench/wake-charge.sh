@@ -88,10 +88,7 @@ while [ $# -gt 0 ]; do
     *) echo "usage: bench/wake-charge.sh [--hosts 2] [--rounds N]" >&2; exit 2 ;;
   esac
 done
-npm run --silent build || exit 1
-raw=bench/results/wake-charge-$(date -u +%Y%m%dT%H%M%SZ)
-mkdir -p "$raw"
-bash bench/build-uv-pingpong.sh "$raw/uv-pingpong" || exit 1
+raw=$(experiment_dir wake-charge) || exit 1
 bash bench/build-wake-charge.sh "$raw/wake-charge.so" || exit 1
 pass=(-e WAKE_PAGES -e WAKE_ITERS -e WAKE_WARMUP)
 vm=(bash scripts/rxe-vm.sh --timeout 3000 "${pass[@]}")
