@@ -39,7 +39,6 @@ static long samples[KINDS];
 static long doorbells, skip = -1, count;
 static int in_window;
 static struct rusage window_start, window_end;
-static int window_closed;
 
 static ssize_t (*real_write)(int, const void *, size_t);
 static ssize_t (*real_read)(int, void *, size_t);
@@ -80,7 +79,6 @@ static void count_doorbell(void) {
   } else if (in_window && doorbells == skip + count + 1) {
     getrusage(RUSAGE_THREAD, &window_end);
     in_window = 0;
-    window_closed = 1;
   }
 }
 
@@ -139,9 +137,9 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static double quantile_us(uint32_t *values, long n, double q) {
-  qsort(values, (size_t)n, sizeof *values, by_value);
-  return values[(long)(q * (double)(n - 1))] / 1e3;
+/* The q-quantile of n values sorted ascending, in µs. */
+static double quantile_us(const uint32_t *sorted, long n, double q) {
+  return sorted[(long)(q * (double)(n - 1))] / 1e3;
 }
 
 static double microseconds(struct timeval t) {
@@ -152,6 +150,7 @@ __attribute__((destructor)) static void report(void) {
   const char *path = getenv("SYSCALL_TIMES_OUT");
   FILE *out = path ? fopen(path, "w") : stderr;
   if (!out) return;
+  const int window_closed = count > 0 && doorbells > skip + count;
   fprintf(out, "{\"doorbells\":%ld,\"window\":%ld", doorbells, window_closed ? count : 0);
   if (window_closed) {
     double per = (double)count;
@@ -164,6 +163,8 @@ __attribute__((destructor)) static void report(void) {
       long n = samples[kind];
       fprintf(out, ",\"%s\":{\"per_round_trip\":%.3f", kind_names[kind], (double)n / per);
       if (n > 0) {
+        qsort(wall_ns[kind], (size_t)n, sizeof wall_ns[kind][0], by_value);
+        qsort(cpu_ns[kind], (size_t)n, sizeof cpu_ns[kind][0], by_value);
         fprintf(out, ",\"wall_p50_us\":%.1f,\"wall_p90_us\":%.1f", quantile_us(wall_ns[kind], n, 0.5), quantile_us(wall_ns[kind], n, 0.9));
         fprintf(out, ",\"cpu_p50_us\":%.1f,\"cpu_p90_us\":%.1f", quantile_us(cpu_ns[kind], n, 0.5), quantile_us(cpu_ns[kind], n, 0.9));
       }

@@ -47,6 +47,13 @@ function refusesEach(cases: BadCommandLines): Check {
   };
 }
 
+/** Asserts that the shared object `shim` defines each of `calls` (for the dynamic linker to bind ahead of the library's). */
+function assertDefines(shim: string, calls: string[]): void {
+  const symbols = spawnSync('nm', ['-D', '--defined-only', shim], { encoding: 'utf8' });
+  assert.equal(symbols.status, 0, symbols.stderr);
+  for (const call of calls) assert.match(symbols.stdout, new RegExp(`^[0-9a-f]+ T ${call}$`, 'm'));
+}
+
 const programs: ({ source: string; output: string; needs: string; tools: string; install: string } & Check)[] = [
   {
     source: 'uv-pingpong.c', output: 'uv-pingpong', needs: '/usr/include/uv.h', tools: 'command -v cc', install: 'gcc libuv1-dev',
@@ -94,19 +101,13 @@ const programs: ({ source: string; output: string; needs: string; tools: string;
   {
     source: 'wake-charge.c', output: 'wake-charge.so', needs: '/usr/include/infiniband/verbs.h', tools: 'command -v cc && command -v nm', install: 'gcc libibverbs-dev',
     check: 'defines ibv_get_cq_event',
-    verify: (shim) => {
-      const symbols = spawnSync('nm', ['-D', '--defined-only', shim], { encoding: 'utf8' });
-      assert.equal(symbols.status, 0, symbols.stderr);
-      assert.match(symbols.stdout, /^[0-9a-f]+ T ibv_get_cq_event$/m);
-    },
+    verify: (shim) => assertDefines(shim, ['ibv_get_cq_event']),
   },
   {
     source: 'syscall-times.c', output: 'syscall-times.so', needs: '/usr/include/stdio.h', tools: 'command -v cc && command -v nm', install: 'gcc',
     check: 'defines the calls it times and reports an empty window without doorbells',
     verify: (shim) => {
-      const symbols = spawnSync('nm', ['-D', '--defined-only', shim], { encoding: 'utf8' });
-      assert.equal(symbols.status, 0, symbols.stderr);
-      for (const call of ['write', 'read', 'ioctl', 'epoll_wait', 'epoll_pwait']) assert.match(symbols.stdout, new RegExp(`^[0-9a-f]+ T ${call}$`, 'm'));
+      assertDefines(shim, ['write', 'read', 'ioctl', 'epoll_wait', 'epoll_pwait']);
       const out = join(work, 'syscall-times.json');
       const run = spawnSync(process.execPath, ['-e', 'setTimeout(() => {}, 10)'], {
         encoding: 'utf8', timeout: 30_000, env: { ...process.env, LD_PRELOAD: shim, SYSCALL_TIMES_OUT: out },
