@@ -13,7 +13,10 @@ import type { QueuePair } from '../api/verbs/queue-pair.js';
 import type { PreparedRecv, PreparedRecvChain, PreparedSend } from '../api/work/work-request.js';
 
 export const WINDOW = 128; // bw: sends outstanding (perftest's TX depth)
-export const SIGNAL_EVERY = 16; // 1 send in 16 is signaled
+export const SIGNAL_EVERY = 16; // lat: 1 send in 16 is signaled
+// bw: 1 send in 100 is signaled, as perftest's CQ moderation (its default for
+// a TX depth of 128): a signaled send is a completion to reap.
+export const BW_SIGNAL_EVERY = 100;
 // Receives kept posted by a bw server (bench/guest.sh gives ib_send_bw the
 // same -r). Deeper than perftest's default 512: a receiver that falls a few
 // hundred messages behind gets RNR NAKs, and rdma_cm's QPs back off 655 ms on each.
@@ -483,7 +486,7 @@ function reapSends(sendCq: CompletionQueue, pendingSignaled: number): number {
 // ---------------------------------------------------------------- the stream
 
 /**
- * The client's stream: keep up to WINDOW sends outstanding, 1 in 16 signaled
+ * The client's stream: keep up to WINDOW sends outstanding, 1 in BW_SIGNAL_EVERY signaled
  * (and the last one); a signaled completion retires every send before it.
  * Warm-up and measurement are one loop in one call, so the loop V8 optimized
  * during the warm-up is the loop that is measured.
@@ -493,7 +496,7 @@ export function bandwidthClient(link: Link, plan: Plan, progress: Progress | und
   const sendCq = qp.sendCq;
   const timed = plan.durationMs > 0;
   // Sequence numbers (+1) of the signaled sends in flight, oldest first: a ring, allocated once per run.
-  const ring = new Float64Array(WINDOW / SIGNAL_EVERY + 3);
+  const ring = new Float64Array(Math.ceil(WINDOW / BW_SIGNAL_EVERY) + 3);
   let head = 0;
   let tail = 0;
   let posted = 0;
@@ -507,7 +510,7 @@ export function bandwidthClient(link: Link, plan: Plan, progress: Progress | und
   while (completed < total) {
     while (posted < total && posted - completed < WINDOW) {
       posted++;
-      if (posted % SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
+      if (posted % BW_SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
         sendSignaled.post();
         ring[tail] = posted;
         tail = tail + 1 === ring.length ? 0 : tail + 1;
@@ -516,7 +519,7 @@ export function bandwidthClient(link: Link, plan: Plan, progress: Progress | und
       }
       if (timed && (posted & 255) === 0 && performance.now() > deadline) {
         // Time is up: this send ends the run; it must be signaled.
-        if (posted % SIGNAL_EVERY !== 0) {
+        if (posted % BW_SIGNAL_EVERY !== 0) {
           sendSignaled.post();
           posted++;
           ring[tail] = posted;
@@ -597,7 +600,7 @@ export async function bandwidthClientOnEvents(link: Link, plan: Plan, progress: 
   const { qp, sendSignaled, sendUnsignaled } = link;
   const sendCq = qp.sendCq;
   sendCq.mode = wait;
-  const ring = new Float64Array(WINDOW / SIGNAL_EVERY + 3);
+  const ring = new Float64Array(Math.ceil(WINDOW / BW_SIGNAL_EVERY) + 3);
   let head = 0;
   let tail = 0;
   let posted = 0;
@@ -612,7 +615,7 @@ export async function bandwidthClientOnEvents(link: Link, plan: Plan, progress: 
   while (completed < total) {
     while (posted < total && posted - completed < WINDOW) {
       posted++;
-      if (posted % SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
+      if (posted % BW_SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
         sendSignaled.post();
         ring[tail] = posted;
         tail = tail + 1 === ring.length ? 0 : tail + 1;

@@ -15,7 +15,7 @@ import { EventChannel } from '../api/cm/event-channel.js';
 import { COMPLETION_MODES, MAX_SPIN_BUDGET_US, type CompletionMode } from '../api/work/completion-queue.js';
 import { TimerProbe, timerLine, type TimerLateness } from '../bench/timer-probe.js';
 import {
-  BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, SIGNAL_EVERY, WINDOW,
+  BenchError, LAT_RECV_DEPTH, Progress, RECV_DEPTH, BW_SIGNAL_EVERY, WINDOW,
   DEFAULT_MAX_INLINE, bandwidthClient, bandwidthClientOnEvents, bandwidthServer, bandwidthServerOnEvents, buildLink, latencyClient, latencyClientOnEvents, latencyClientOnListener, latencyServer, latencyServerOnEvents, latencyServerOnListener,
   postReceives, waitForSends,
   type BandwidthResult, type LatencyResult, type Link, type Mode, type Plan,
@@ -30,7 +30,7 @@ exits; with it, it is the client. The client's size, iterations and duration
 travel in the connection's private data, so both sides run the same test.
 
   lat   ping-pong; reports half the round trip in µs: min, p50, avg, p99, p99.9, max
-  bw    the client streams SIZE-byte sends (window ${'128'}, 1 in 16 signaled);
+  bw    the client streams SIZE-byte sends (window ${'128'}, 1 in 100 signaled);
         reports MB/s (1e6 bytes/s) and million messages per second
   stream  rstream's ping-pong and throughput runs over rdmacm/net sockets, against
         another rdmacm bench stream or rstream itself (rdmacm bench stream --help)
@@ -220,7 +220,7 @@ function humanLatency(r: LatencyResult & Partial<TimerLateness>, plan: Plan, rol
 }
 
 function humanBandwidth(r: BandwidthResult, plan: Plan, role: string, inline: boolean): string {
-  return `rdmacm bench bw (${role}): ${r.size} B × ${r.iters} after ${plan.warmup} warm-up, window ${WINDOW}, 1 in ${SIGNAL_EVERY} signaled${inline ? ', inline' : ''}\n` +
+  return `rdmacm bench bw (${role}): ${r.size} B × ${r.iters} after ${plan.warmup} warm-up, window ${WINDOW}, 1 in ${BW_SIGNAL_EVERY} signaled${inline ? ', inline' : ''}\n` +
     `  ${'MB/s'.padStart(12)}${'Mpps'.padStart(12)}\n` +
     `  ${r.mb_per_s.toFixed(2).padStart(12)}${r.msg_rate_mpps.toFixed(6).padStart(12)}\n`;
 }
