@@ -162,6 +162,11 @@ for r in $(seq 1 "$REPS"); do
     # Pinned as the busy ib_send_bw it is held against: a stream's waits spin on a learned budget and seldom
     # sleep, and unpinned both tools lost a fifth or more (performance-notes.md, "The adaptive stream, pinned").
     port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-bw-adaptive-$size-r$r.json" $(ts bw --wait adaptive -s $size -n $n -p $port --json) -- $(ts bw --wait adaptive -s $size -n $n -p $port --json "$ADDR")
+    if [ $size = 64 ]; then
+      # What the opt-in bound calls buy a stream whose every message is a post (a row without a target).
+      say "bw 64 B on the event loop (adaptive) with bound calls, run $r: RDMACM_BOUND_CALLS=1"
+      port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-bw-adaptive-bound-64-r$r.json" $(ts_bound bw --wait adaptive -s 64 -n $n -p $port --json) -- $(ts_bound bw --wait adaptive -s 64 -n $n -p $port --json "$ADDR")
+    fi
   done
 done
 
