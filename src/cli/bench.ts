@@ -30,7 +30,7 @@ exits; with it, it is the client. The client's size, iterations and duration
 travel in the connection's private data, so both sides run the same test.
 
   lat   ping-pong; reports half the round trip in µs: min, p50, avg, p99, p99.9, max
-  bw    the client streams SIZE-byte sends (window ${'128'}, 1 in 100 signaled);
+  bw    the client streams SIZE-byte sends (window ${WINDOW}, 1 in ${BW_SIGNAL_EVERY} signaled);
         reports MB/s (1e6 bytes/s) and million messages per second
   stream  rstream's ping-pong and throughput runs over rdmacm/net sockets, against
         another rdmacm bench stream or rstream itself (rdmacm bench stream --help)
