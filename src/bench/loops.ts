@@ -486,6 +486,18 @@ function reapSends(sendCq: CompletionQueue, pendingSignaled: number): number {
 // ---------------------------------------------------------------- the stream
 
 /**
+ * Room for the sequence numbers of the signaled sends a window can hold: one
+ * per BW_SIGNAL_EVERY, plus the warm-up's last send, the run's last and a
+ * timed run's closing one.
+ */
+const SIGNALED_IN_FLIGHT = Math.ceil(WINDOW / BW_SIGNAL_EVERY) + 3;
+
+/** Whether send number `posted` (from 1) is signaled: every BW_SIGNAL_EVERY-th, the run's last and the warm-up's last (its completion starts the clock). */
+function signals(posted: number, total: number, warmup: number): boolean {
+  return posted % BW_SIGNAL_EVERY === 0 || posted === total || posted === warmup;
+}
+
+/**
  * The client's stream: keep up to WINDOW sends outstanding, 1 in BW_SIGNAL_EVERY signaled
  * (and the last one); a signaled completion retires every send before it.
  * Warm-up and measurement are one loop in one call, so the loop V8 optimized
@@ -496,7 +508,7 @@ export function bandwidthClient(link: Link, plan: Plan, progress: Progress | und
   const sendCq = qp.sendCq;
   const timed = plan.durationMs > 0;
   // Sequence numbers (+1) of the signaled sends in flight, oldest first: a ring, allocated once per run.
-  const ring = new Float64Array(Math.ceil(WINDOW / BW_SIGNAL_EVERY) + 3);
+  const ring = new Float64Array(SIGNALED_IN_FLIGHT);
   let head = 0;
   let tail = 0;
   let posted = 0;
@@ -510,7 +522,7 @@ export function bandwidthClient(link: Link, plan: Plan, progress: Progress | und
   while (completed < total) {
     while (posted < total && posted - completed < WINDOW) {
       posted++;
-      if (posted % BW_SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
+      if (signals(posted, total, plan.warmup)) {
         sendSignaled.post();
         ring[tail] = posted;
         tail = tail + 1 === ring.length ? 0 : tail + 1;
@@ -600,7 +612,7 @@ export async function bandwidthClientOnEvents(link: Link, plan: Plan, progress: 
   const { qp, sendSignaled, sendUnsignaled } = link;
   const sendCq = qp.sendCq;
   sendCq.mode = wait;
-  const ring = new Float64Array(Math.ceil(WINDOW / BW_SIGNAL_EVERY) + 3);
+  const ring = new Float64Array(SIGNALED_IN_FLIGHT);
   let head = 0;
   let tail = 0;
   let posted = 0;
@@ -615,7 +627,7 @@ export async function bandwidthClientOnEvents(link: Link, plan: Plan, progress: 
   while (completed < total) {
     while (posted < total && posted - completed < WINDOW) {
       posted++;
-      if (posted % BW_SIGNAL_EVERY === 0 || posted === total || posted === plan.warmup) {
+      if (signals(posted, total, plan.warmup)) {
         sendSignaled.post();
         ring[tail] = posted;
         tail = tail + 1 === ring.length ? 0 : tail + 1;
