@@ -83,6 +83,19 @@ export class RdmaServer extends EventEmitter {
   }
 
   /**
+   * Where a listener's rejected promise goes when captureRejections is on
+   * (EventEmitter's option), as node:net's server sends it: an async
+   * 'connection' listener's rejection destroys that socket with it, any
+   * other event's is the server's 'error'.
+   */
+  override [EventEmitter.captureRejectionSymbol](error: Error, event: string | symbol, ...args: unknown[]): void {
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaServer');
+    const socket = args[0];
+    if (event === 'connection' && socket instanceof RdmaSocket) socket.destroy(error);
+    else this.emit('error', error);
+  }
+
+  /**
    * Connections beyond this are rejected (and 'drop' is emitted): an integer
    * 0–2147483647, or undefined for no limit.
    */

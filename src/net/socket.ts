@@ -221,6 +221,12 @@ export class RdmaSocket extends Duplex {
     return 'closed';
   }
 
+  /** Bytes written and not yet handed to the device (writableLength), once connected: node:net's older name for it. */
+  get bufferSize(): number | undefined {
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
+    return this.#conn ? this.writableLength : undefined;
+  }
+
   get bytesRead(): number {
     if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
     return this.#conn?.bytesRead ?? this.#bytesRead;
