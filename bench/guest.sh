@@ -107,11 +107,16 @@ for r in $(seq 1 "$REPS"); do
   port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-bound-2-r$r.json" $(ts_bound lat -s 2 -n $LAT_N -p $port --json) -- $(ts_bound lat -s 2 -n $LAT_N -p $port --json "$ADDR")
   say "lat 2 B in node --single-threaded, run $r"
   port=$((port + 1)); PINNED=$PIN pair "$RAW/ts-lat-single-2-r$r.json" $(ts_single lat -s 2 -n $LAT_N -p $port --json) -- $(ts_single lat -s 2 -n $LAT_N -p $port --json "$ADDR")
-  # The event-loop modes (unpinned: they sleep or yield), each client with a
-  # 1 ms timer beside it whose lateness says what the mode leaves to the loop.
+  # The event-loop modes (unpinned: they sleep or yield): first the ping-pong
+  # alone, as its C reference runs, for the latency targets; then each client
+  # with a 1 ms timer beside it whose lateness says what the mode leaves to
+  # the loop. The timer's wake-ups lengthen the ping-pong (events p50 by a
+  # third in one guest: performance-notes.md, "The 1 ms timer lengthens the
+  # ping-pong beside it").
   for wait in events adaptive busy-poll; do
     n=$LAT_EV_N; [ $wait != events ] && n=$LAT_SPINNING_N
-    say "lat 2 B on the event loop ($wait), run $r: rdmacm bench --wait $wait --timer, then both in node --single-threaded"
+    say "lat 2 B on the event loop ($wait), run $r: rdmacm bench --wait $wait alone, then with --timer, then both in node --single-threaded"
+    port=$((port + 1)); pair "$RAW/ts-lat-alone-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $n -p $port --json) -- $(ts lat --wait $wait -s 2 -n $n -p $port --json "$ADDR")
     port=$((port + 1)); pair "$RAW/ts-lat-$wait-2-r$r.json" $(ts lat --wait $wait -s 2 -n $n -p $port --json) -- $(ts lat --wait $wait --timer -s 2 -n $n -p $port --json "$ADDR")
     # The timer again with V8's helper threads off: on two CPUs they take turns with the loops (performance-notes.md).
     port=$((port + 1)); pair "$RAW/ts-lat-single-$wait-2-r$r.json" $(ts_single lat --wait $wait -s 2 -n $n -p $port --json) -- $(ts_single lat --wait $wait --timer -s 2 -n $n -p $port --json "$ADDR")
@@ -122,18 +127,21 @@ for r in $(seq 1 "$REPS"); do
   # wake-up, it keeps both sides asleep: "A fixed spin budget shorter than a wake-up").
   say "lat 2 B on the event loop (adaptive, spin $LAT_SPIN_US µs fixed), run $r"
   spin=(--spin $LAT_SPIN_US --max-spin $LAT_SPIN_US)
-  port=$((port + 1)); pair "$RAW/ts-lat-adaptive-spin-2-r$r.json" $(ts lat --wait adaptive "${spin[@]}" -s 2 -n $LAT_SPINNING_N -p $port --json) -- $(ts lat --wait adaptive "${spin[@]}" --timer -s 2 -n $LAT_SPINNING_N -p $port --json "$ADDR")
+  # Alone, as the latency rows it stands beside.
+  port=$((port + 1)); pair "$RAW/ts-lat-adaptive-spin-2-r$r.json" $(ts lat --wait adaptive "${spin[@]}" -s 2 -n $LAT_SPINNING_N -p $port --json) -- $(ts lat --wait adaptive "${spin[@]}" -s 2 -n $LAT_SPINNING_N -p $port --json "$ADDR")
   # Events and adaptive again with a completion listener (cq.setListener, as rdmacm/net takes its completions)
   # instead of next(): no promise and no completion object per receive, receives re-posted a chain at a time.
+  # Alone, as next()'s latency rows.
   for wait in events adaptive; do
     n=$LAT_EV_N; [ $wait != events ] && n=$LAT_SPINNING_N
     say "lat 2 B on the event loop ($wait, listener), run $r"
-    port=$((port + 1)); pair "$RAW/ts-lat-listener-$wait-2-r$r.json" $(ts lat --wait $wait --listener -s 2 -n $n -p $port --json) -- $(ts lat --wait $wait --listener --timer -s 2 -n $n -p $port --json "$ADDR")
+    port=$((port + 1)); pair "$RAW/ts-lat-listener-$wait-2-r$r.json" $(ts lat --wait $wait --listener -s 2 -n $n -p $port --json) -- $(ts lat --wait $wait --listener -s 2 -n $n -p $port --json "$ADDR")
   done
   port=$((port + 1)); pair "$RAW/c-latev-2-r$r.txt" ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port -- ib_send_lat -R -I $INLINE -e -s 2 -n $LAT_EV_N -p $port "$ADDR"
   # The events mode on the newest Node line too (bench/run.sh fetches it): Node 20's wake-up path is the slowest.
   if [ -n "$NEXT_NODE" ]; then
     say "lat 2 B on the event loop (events) on Node $NEXT_NODE_VERSION, run $r"
+    port=$((port + 1)); pair "$RAW/ts-lat-alone-events-next-2-r$r.json" $(ts_next lat --wait events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts_next lat --wait events -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
     port=$((port + 1)); pair "$RAW/ts-lat-events-next-2-r$r.json" $(ts_next lat --wait events -s 2 -n $LAT_EV_N -p $port --json) -- $(ts_next lat --wait events --timer -s 2 -n $LAT_EV_N -p $port --json "$ADDR")
   fi
   # The same ping-pong in C, waiting on libuv as a Node process does (built by bench/run.sh).
