@@ -111,8 +111,8 @@ for r in $(seq 1 "$REPS"); do
   # alone, as its C reference runs, for the latency targets; then each client
   # with a 1 ms timer beside it whose lateness says what the mode leaves to
   # the loop. The timer's wake-ups lengthen the ping-pong (events p50 by a
-  # third in one guest: performance-notes.md, "The 1 ms timer lengthens the
-  # ping-pong beside it").
+  # quarter to a third in one guest: performance-notes.md, "The 1 ms timer
+  # lengthens the ping-pong beside it").
   for wait in events adaptive busy-poll; do
     n=$LAT_EV_N; [ $wait != events ] && n=$LAT_SPINNING_N
     say "lat 2 B on the event loop ($wait), run $r: rdmacm bench --wait $wait alone, then with --timer, then both in node --single-threaded"
