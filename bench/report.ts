@@ -73,6 +73,8 @@ const aloneOr = (name: string, withTimer: Record<string, number>[]) => {
   const alone = collect(new RegExp(`^${name}-r\\d+\\.json$`), json);
   return alone.length > 0 ? alone : withTimer;
 };
+/** Whether `runs` had the 1 ms timer beside them (the listener and fixed-budget rows did until they ran alone). */
+const ranWithTimer = (runs: Record<string, number>[]) => runs.some((run) => run.timer_ticks !== undefined);
 /** The lowest or highest of the repetitions' values (null without any). */
 const extreme = (rows: Record<string, number>[], key: string, which: 'lowest' | 'highest'): number | null => {
   const values = rows.map((r) => r[key]!).filter((x) => Number.isFinite(x));
@@ -172,8 +174,9 @@ function queuedShare(runs: Record<string, number>[]): number | null {
     row(`${wait}: lat p99 2 B`, 'µs', pick(alone, 'p99_us'), pick(versus, '99% percentile[usec]'), wait === 'events' ? '≤ 2×' : '—', wait === 'events' ? (r) => r <= 2 : null, runs);
     if (wait === 'busy-poll') row('busy-poll: lat p99.9 2 B', 'µs', pick(alone, 'p999_us'), pick(versus, '99.9% percentile[usec]'), '≤ 3×', (r) => r <= 3, runs);
     if (alone !== t) {
-      row(`  p50 2 B with the 1 ms timer beside it`, 'µs', pick(t, 'p50_us'), pick(versus, 't_typical[usec]'), '—', null, `${t.length} TS, ${versus.length} C`);
-      row(`  p99 2 B with the 1 ms timer beside it`, 'µs', pick(t, 'p99_us'), pick(versus, '99% percentile[usec]'), '—', null, `${t.length} TS, ${versus.length} C`);
+      const timedRuns = `${t.length} TS, ${versus.length} C`;
+      row(`  p50 2 B with the 1 ms timer beside it`, 'µs', pick(t, 'p50_us'), pick(versus, 't_typical[usec]'), '—', null, timedRuns);
+      row(`  p99 2 B with the 1 ms timer beside it`, 'µs', pick(t, 'p99_us'), pick(versus, '99% percentile[usec]'), '—', null, timedRuns);
     }
     // Over the measured round trips; the warm-up's ticks (V8 compiling on helper threads) apart, below.
     const cTimer = uvTimer[wait] ?? [];
@@ -204,7 +207,7 @@ function queuedShare(runs: Record<string, number>[]): number | null {
   const spunRuns = `${spun.length} TS, ${cBusy.length} C`;
   row(`adaptive, spin ${spinUs} µs: lat p50 2 B (C: ib_send_lat t_typical)`, 'µs', pick(spun, 'p50_us'), pick(cBusy, 't_typical[usec]'), '—', null, spunRuns);
   row(`adaptive, spin ${spinUs} µs: lat p99 2 B`, 'µs', pick(spun, 'p99_us'), pick(cBusy, '99% percentile[usec]'), '—', null, spunRuns);
-  if (spun.some((run) => run.timer_ticks !== undefined)) row(`adaptive, spin ${spinUs} µs: 1 ms timer's p99 lateness beside it`, 'ms', pick(spun, 'timer_p99_ms'), null, '—', null, `${spun.length} TS`);
+  if (ranWithTimer(spun)) row(`adaptive, spin ${spinUs} µs: 1 ms timer's p99 lateness beside it`, 'ms', pick(spun, 'timer_p99_ms'), null, '—', null, `${spun.length} TS`);
   // Events and adaptive with a completion listener instead of next() (as rdmacm/net takes completions): what
   // the modes cost without a promise and a completion object per receive. The targets stay on next()'s rows.
   for (const [wait, reference] of [['events', 'ib_send_lat -e'], ['adaptive', 'ib_send_lat']] as const) {
@@ -214,8 +217,7 @@ function queuedShare(runs: Record<string, number>[]): number | null {
     const runs = `${t.length} TS, ${versus.length} C`;
     row(`${wait}, listener: lat p50 2 B (C: ${reference} t_typical)`, 'µs', pick(t, 'p50_us'), pick(versus, 't_typical[usec]'), '—', null, runs);
     row(`${wait}, listener: lat p99 2 B`, 'µs', pick(t, 'p99_us'), pick(versus, '99% percentile[usec]'), '—', null, runs);
-    // Runs before the latency rows went alone had a timer beside them too.
-    if (t.some((run) => run.timer_ticks !== undefined)) row(`${wait}, listener: 1 ms timer's p99 lateness beside it`, 'ms', pick(t, 'timer_p99_ms'), null, '—', null, `${t.length} TS`);
+    if (ranWithTimer(t)) row(`${wait}, listener: 1 ms timer's p99 lateness beside it`, 'ms', pick(t, 'timer_p99_ms'), null, '—', null, `${t.length} TS`);
   }
   // The events mode on the newest Node line (bench/guest.sh's NEXT_NODE), against the same C.
   const next = collect(/^ts-lat-events-next-2-r\d+\.json$/, json);
