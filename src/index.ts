@@ -41,6 +41,7 @@ export {
   type AtomicCapability, type GidType, type LinkLayer, type NodeType, type PhysicalPortState, type PortState, type Transport, type Unknown,
 } from './api/verbs/devices.js';
 export { type SocketAddress, type AddressFamily } from './api/cm/socket-address.js';
+export { type PathRecord } from './api/cm/path-record.js';
 export {
   Access, AddrInfoFlag, CmEventType, IbvEventType, PortSpace, QpType, WcFlag, WcOpcode, WcStatus, type NamedValues, type NameOf,
   type AccessName, type AddrInfoFlagName, type CmEventTypeName, type IbvEventTypeName, type PortSpaceName, type QpTypeName,

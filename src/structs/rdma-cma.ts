@@ -23,7 +23,51 @@ export const rdma_addr = cStruct('rdma_addr', {
   addr: anonymousUnion({ ibaddr: rdma_ib_addr }),
 });
 
-/** struct rdma_route. */
+/** struct ibv_sa_path_rec (infiniband/sa.h, which rdma_cma.h includes): one path of a route. */
+export const ibv_sa_path_rec = cStruct('ibv_sa_path_rec', {
+  dgid: ibv_gid,
+  sgid: ibv_gid,
+  dlid: 'uint16_be_t',
+  slid: 'uint16_be_t',
+  raw_traffic: 'int',
+  flow_label: 'uint32_be_t',
+  hop_limit: 'uint8_t',
+  traffic_class: 'uint8_t',
+  reversible: 'int',
+  numb_path: 'uint8_t',
+  pkey: 'uint16_be_t',
+  sl: 'uint8_t',
+  mtu_selector: 'uint8_t',
+  mtu: 'uint8_t',
+  rate_selector: 'uint8_t',
+  rate: 'uint8_t',
+  packet_life_time_selector: 'uint8_t',
+  packet_life_time: 'uint8_t',
+  preference: 'uint8_t',
+});
+export interface IbvSaPathRec {
+  dgid: { raw: number[] };
+  sgid: { raw: number[] };
+  dlid: number;
+  slid: number;
+  raw_traffic: number;
+  flow_label: number;
+  hop_limit: number;
+  traffic_class: number;
+  reversible: number;
+  numb_path: number;
+  pkey: number;
+  sl: number;
+  mtu_selector: number;
+  mtu: number;
+  rate_selector: number;
+  rate: number;
+  packet_life_time_selector: number;
+  packet_life_time: number;
+  preference: number;
+}
+
+/** struct rdma_route: path_rec points at num_paths ibv_sa_path_rec. */
 export const rdma_route = cStruct('rdma_route', { addr: rdma_addr, path_rec: 'void *', num_paths: 'int' });
 
 /** struct rdma_cm_id, through qp_type. `route.addr` is what rdma_get_local_addr/peer_addr return. */

@@ -104,6 +104,14 @@ test('ids report addresses and ports, take options, and migrate between channels
     assert.equal(pair.client.localAddress?.address, pair.address);
     assert.equal(pair.server.localPort, pair.port);
     assert.equal(pair.server.peerPort, pair.client.localPort);
+    // The route's path: this RoCE device's GIDs, mirrored at the passive end, and a path MTU.
+    const [clientPath] = pair.client.pathRecords;
+    const [serverPath] = pair.server.pathRecords;
+    assert.ok(clientPath && serverPath, 'both ends have a path once connected');
+    assert.equal(clientPath.sgid, serverPath.dgid);
+    assert.equal(clientPath.dgid, serverPath.sgid);
+    assert.ok([256, 512, 1024, 2048, 4096].includes(clientPath.mtu), `path MTU ${clientPath.mtu}`);
+    assert.equal(serverPath.trafficClass, clientPath.trafficClass);
     pair.client.setOption({ option: 'TOS', value: 32 });
     pair.client.setOption({ option: 'ACK_TIMEOUT', value: 14 });
     using other = new EventChannel();

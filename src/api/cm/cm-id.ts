@@ -34,6 +34,7 @@ import { SharedReceiveQueue } from '../verbs/shared-receive-queue.js';
 import { Resource, handleToRelease } from '../core/resource.js';
 import { assertInternal, internal, type Internal } from '../core/internal.js';
 import { decodeSocketAddress, encodeSocketAddress, type SocketAddress } from './socket-address.js';
+import { pathRecordsOf, type PathRecord } from './path-record.js';
 import { nativeScratch } from '../core/native-memory.js';
 import { abortSignal, argumentError, bytes, count, instanceCheck, ipAddress, parseArgument, port, timeoutMs, type Holds, type InputIs } from '../core/validate.js';
 import type { RecvOptions, SendOptions } from '../work/work-request.js';
@@ -421,6 +422,18 @@ export class CmId extends Resource {
   get peerAddress(): SocketAddress | undefined {
     if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
     return this.#address(ID.dst);
+  }
+
+  /**
+   * The paths of this id's route (rdma_cm_id.route.path_rec): what
+   * resolveRoute() found, or, on an id from a connection request, what the
+   * request carried. Empty before. Each path's trafficClass is, on RoCE, the
+   * type of service the connection uses.
+   */
+  get pathRecords(): PathRecord[] {
+    if (!(#brand in asObject(this))) throw new InvalidThisError('CmId');
+    this.ensureOpen('pathRecords');
+    return pathRecordsOf(this.handle);
   }
 
   get localPort(): number {

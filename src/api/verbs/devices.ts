@@ -178,7 +178,7 @@ function textOf<T extends string>(table: Record<number, T>, value: number): T | 
 }
 
 /** enum ibv_mtu (1 … 5) in bytes. */
-const mtuBytes = (mtu: number): number => (mtu >= 1 && mtu <= 5 ? 128 << mtu : 0);
+export const mtuBytes = (mtu: number): number => (mtu >= 1 && mtu <= 5 ? 128 << mtu : 0);
 
 // errno values that mean "no RDMA here" rather than a failure.
 const ENOENT = 2;
@@ -196,6 +196,11 @@ function groupsOf16Bits(bytes: Uint8Array): string[] {
   const groups: string[] = [];
   for (let i = 0; i < bytes.length; i += 2) groups.push(((bytes[i]! << 8) | bytes[i + 1]!).toString(16).padStart(4, '0'));
   return groups;
+}
+
+/** A GID's 16 bytes as eight colon-separated 16-bit groups, as ibv_devinfo prints them. */
+export function gidText(bytes: Uint8Array): string {
+  return groupsOf16Bits(bytes).join(':');
 }
 
 /** RFC 5952 text of a 16-byte IPv6 address (the longest run of ≥ 2 zero groups becomes '::'). */
@@ -286,7 +291,7 @@ function queryGids(context: Pointer, device: string, port: number, tableLength: 
     const isRoce = raw.type !== 'IB';
     gids.push({
       index,
-      gid: groupsOf16Bits(raw.bytes).join(':'),
+      gid: gidText(raw.bytes),
       type: raw.type,
       netdev: isRoce ? raw.netdev : null,
       ip: isRoce ? gidAddress(raw.bytes) : null,
