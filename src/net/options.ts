@@ -130,6 +130,9 @@ const host = z
   .refine((name) => name.length >= 1 && name.length <= 255, 'a name or an address of 1–255 characters')
   .refine((name) => !name.includes('\0'), 'a host name has no NUL byte');
 
+/** An IP type of service, as Node 26 takes it: an integer 0–255 (on RoCE, the connection's traffic class). */
+export const typeOfService = z.number().int().min(0).max(255);
+
 /** node:net options with no meaning over RDMA, and why. */
 const REFUSED: Record<string, string> = {
   fd: 'an RDMA socket has no file descriptor to adopt',
@@ -231,6 +234,8 @@ export interface RdmaConnectOptions {
   readonly keepAlive?: boolean;
   /** ms before the first keepalive probe, 0–2147483647. @defaultValue 0 (7200 s, as TCP's default) */
   readonly keepAliveInitialDelay?: number;
+  /** As setTypeOfService() before connecting (Node 26's option): the connection's type of service, 0–255. @defaultValue the device's (default_roce_tos, 0 unless set) */
+  readonly typeOfService?: number;
   /** Stream highWaterMark (both sides), in bytes, 1 or more. @defaultValue Node's default */
   readonly highWaterMark?: number;
   /** Reads go to this buffer and callback instead of 'data' events. @defaultValue none: 'data' events */
@@ -257,6 +262,7 @@ export const connectSchema = z.strictObject({
   noDelay: z.boolean().optional(),
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
+  typeOfService: typeOfService.optional(),
   highWaterMark: z.number().int().min(1).optional(),
   onread: onreadSchema.optional(),
   rdma: sizesSchema.default(DEFAULT_SIZES),

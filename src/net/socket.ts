@@ -25,7 +25,7 @@ import { RingQueue } from './ring-queue.js';
 import { ProtocolError, decodeConnData, type ConnData } from './wire.js';
 import { RdmaNetCodeError, RdmaNetError, connectFailure, rethrow } from './errors.js';
 import {
-  DEFAULT_SIZES, normalizeConnectArgs, onreadSchema, optionalCallback, parseOptions, sizesSchema,
+  DEFAULT_SIZES, normalizeConnectArgs, onreadSchema, optionalCallback, parseOptions, sizesSchema, typeOfService,
   type RdmaConnectOptions, type RdmaOnread, type RdmaSocketSizes, type ResolvedConnect, type ResolvedOnread, type ResolvedSizes,
 } from './options.js';
 import { z } from 'zod';
@@ -105,12 +105,15 @@ export interface RdmaSocketOptions {
   readonly keepAlive?: boolean;
   /** ms before the first keepalive probe, 0–2147483647. @defaultValue 0 (7200 s, as TCP's default) */
   readonly keepAliveInitialDelay?: number;
+  /** As setTypeOfService() (Node 26's option): the type of service the socket connects with, 0–255. @defaultValue the device's (default_roce_tos, 0 unless set) */
+  readonly typeOfService?: number;
 }
 
 const socketSchema = z.strictObject({
   noDelay: z.boolean().default(true),
   keepAlive: z.boolean().default(false),
   keepAliveInitialDelay: timeoutMs.default(0),
+  typeOfService: typeOfService.optional(),
   allowHalfOpen: z.boolean().default(false),
   highWaterMark: z.number().int().min(1).optional(),
   signal: abortSignal.optional(),
@@ -175,6 +178,10 @@ export class RdmaSocket extends Duplex {
   #bytesRead = 0;
   #bytesWritten = 0;
   #attemptedAddresses: string[] | undefined;
+  /** The type of service asked for (setTypeOfService, the typeOfService option), applied when the route is resolved. */
+  #typeOfService: number | undefined;
+  /** The route is resolved (or came with an accepted connection): its traffic class is fixed. */
+  #routeFixed = false;
   /** node:net's noDelay: there is no Nagle here (writes wait only while a message's worth is in flight), so it is kept only to report. */
   noDelay = true;
 
@@ -185,6 +192,7 @@ export class RdmaSocket extends Duplex {
     this.#onread = o.onread;
     this.noDelay = o.noDelay;
     if (o.keepAlive) this.#keepaliveMs = o.keepAliveInitialDelay || DEFAULT_KEEPALIVE_MS;
+    this.#typeOfService = o.typeOfService;
     if (o.signal) this.#watchSignal(o.signal);
   }
 
@@ -299,6 +307,7 @@ export class RdmaSocket extends Duplex {
     if (options.timeout > 0) this.setTimeout(options.timeout);
     if (options.keepAlive) this.#keepaliveMs = options.keepAliveInitialDelay || DEFAULT_KEEPALIVE_MS;
     if (options.noDelay !== undefined) this.noDelay = options.noDelay;
+    if (options.typeOfService !== undefined) this.#typeOfService = options.typeOfService;
     this.#connecting = true;
     // As node:net: the attempt starts on the next tick, so the socket is connecting when connect() returns, never already failed.
     process.nextTick(() => void this.#connect(options));
@@ -319,6 +328,7 @@ export class RdmaSocket extends Duplex {
     this.#reset = false;
     this.#remote = this.#local = undefined;
     this.#attemptedAddresses = undefined;
+    this.#routeFixed = false;
     this.#bytesRead = this.#bytesWritten = 0;
     // node:net's own way back (its connect() does the same): the stream's states as a new socket's.
     stream._undestroy();
@@ -376,6 +386,9 @@ export class RdmaSocket extends Duplex {
       const wait = { timeoutMs: o.connectTimeout, ...(signal ? { signal } : {}) };
       const source = o.localAddress ? { source: { address: o.localAddress, port: o.localPort ?? 0 } } : {};
       await id.resolveAddr({ address, port: o.port }, { ...wait, ...source });
+      // rdma_cm takes a type of service only until the route is resolved: from here on it is fixed.
+      if (this.#typeOfService !== undefined) id.setOption({ option: 'TOS', value: this.#typeOfService });
+      this.#routeFixed = true;
       await id.resolveRoute(wait);
       if (this.destroyed) return undefined;
       const conn = new StreamConnection(id, o.rdma, this.#events);
@@ -399,6 +412,7 @@ export class RdmaSocket extends Duplex {
     const id = this.#id;
     const hold = this.#hold;
     this.#conn = this.#id = this.#hold = undefined;
+    this.#routeFixed = false;
     try {
       if (conn) conn.release();
       else id?.close();
@@ -424,6 +438,7 @@ export class RdmaSocket extends Duplex {
       socket.#hold = hold;
       socket.#id = id;
       socket.#conn = conn;
+      socket.#routeFixed = true;
       socket.#start(conn, peer);
       socket.#caughtUp();
     };
@@ -828,6 +843,45 @@ export class RdmaSocket extends Duplex {
     this.#keepaliveMs = enable ? delay || DEFAULT_KEEPALIVE_MS : undefined;
     if (this.#conn && !this.#connecting) this.#conn.setKeepalive(this.#keepaliveMs);
     return this;
+  }
+
+  /**
+   * Node 26's IP type of service: on RoCE, the traffic class the connection
+   * is made with. rdma_cm fixes it when the route is resolved, so set it
+   * before connect() (or with the typeOfService option): a different value
+   * once the route is resolved cannot be applied, and throws EISCONN, where
+   * node:net would call setsockopt on a live socket.
+   */
+  setTypeOfService(tos: number): this {
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
+    // As node:net: NaN is the wrong type here, where the option's rule calls it out of range.
+    if (Number.isNaN(tos)) throw argumentError('setTypeOfService', 'tos', 'expected an integer from 0 to 255', 'ERR_INVALID_ARG_TYPE');
+    const value = parseArgument('setTypeOfService', 'tos', typeOfService, tos);
+    if (!this.#liveRoute()) {
+      this.#typeOfService = value;
+      return this;
+    }
+    if (value === this.getTypeOfService()) return this;
+    throw new RdmaNetError('setTypeOfService', 'EISCONN', {
+      message: `this connection's type of service is ${this.getTypeOfService()}, fixed when its route was resolved: set it before connect()`,
+    });
+  }
+
+  /**
+   * The type of service: once the route is resolved, the traffic class of its
+   * path (on an accepted socket, the one the client connected with); before,
+   * what setTypeOfService() asked for, or 0.
+   */
+  getTypeOfService(): number {
+    if (!(#brand in asObject(this))) throw new InvalidThisError('RdmaSocket');
+    const path = this.#liveRoute()?.pathRecords[0];
+    return path ? path.trafficClass : this.#typeOfService ?? 0;
+  }
+
+  /** The id whose route is resolved, while it is open. */
+  #liveRoute(): CmId | undefined {
+    const id = this.#id;
+    return this.#routeFixed && id && !id.closed ? id : undefined;
   }
 
   /** Whether keepalive is on. */

@@ -11,7 +11,7 @@ import { Readable } from 'node:stream';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { connect, createServer, type RdmaServer, type RdmaSocket } from '../../src/net/index.js';
+import { RdmaSocket, connect, createServer, type RdmaServer } from '../../src/net/index.js';
 import { deviceAddress, freshPort } from '../support/device.js';
 import { EventChannel, WorkCompletionError, createId } from '../../src/index.js';
 import { decodeConnData, encodeConnData } from '../../src/net/wire.js';
@@ -62,6 +62,51 @@ test('echo: a client writes, ends, and reads back every byte; both sockets close
     await once(client, 'close');
     assert.equal(client.readyState, 'closed');
   } finally {
+    await closeServer(server);
+  }
+});
+
+test("type of service: asked for before connecting, it is the connection's traffic class at both ends; a different one after throws EISCONN", { timeout: 60_000 }, async () => {
+  const accepted: RdmaSocket[] = [];
+  const server = createServer((socket) => {
+    accepted.push(socket);
+    socket.on('error', () => undefined);
+    socket.resume();
+  });
+  server.listen(0, deviceAddress());
+  await once(server, 'listening');
+  const port = server.address()!.port;
+  const clients: RdmaSocket[] = [];
+  const connected = async (client: RdmaSocket): Promise<RdmaSocket> => {
+    clients.push(client);
+    await once(client, 'connect');
+    while (accepted.length < clients.length) await once(server, 'connection');
+    return accepted[clients.length - 1]!;
+  };
+  try {
+    // Without one: the device's default (default_roce_tos), the same at both ends.
+    const plain = connect({ port, host: deviceAddress() });
+    const plainPeer = await connected(plain);
+    const deviceDefault = plain.getTypeOfService();
+    assert.ok(Number.isInteger(deviceDefault) && deviceDefault >= 0 && deviceDefault <= 255);
+    assert.equal(plainPeer.getTypeOfService(), deviceDefault);
+    for (const [tos, make] of [
+      [0x48, () => new RdmaSocket().setTypeOfService(0x48).connect(port, deviceAddress())],
+      [0x20, () => connect({ port, host: deviceAddress(), typeOfService: 0x20 })],
+    ] as const) {
+      assert.notEqual(tos, deviceDefault);
+      const client = make();
+      const peer = await connected(client);
+      // Read back from each end's route (its path record), not from what was asked.
+      assert.equal(client.getTypeOfService(), tos);
+      assert.equal(peer.getTypeOfService(), tos);
+      assert.equal(client.setTypeOfService(tos), client, 'the value it has is no change');
+      assert.throws(() => client.setTypeOfService(0x10), { code: 'EISCONN', syscall: 'setTypeOfService' });
+      assert.throws(() => peer.setTypeOfService(0x10), { code: 'EISCONN' });
+      assert.equal(client.getTypeOfService(), tos);
+    }
+  } finally {
+    for (const client of clients) client.destroy();
     await closeServer(server);
   }
 });

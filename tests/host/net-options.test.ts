@@ -2,9 +2,9 @@
 // every bad or meaningless option refused before anything native runs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as nodeNet from 'node:net';
 import { normalizeConnectArgs, normalizeListenArgs } from '../../src/net/options.js';
 import { RdmaArgumentError, RdmaSocket, createServer } from '../../src/index.js';
-
 /** Asserts that `call` throws an RdmaArgumentError with an issue at `path` (or under it). */
 /** The call throws RdmaArgumentError naming `path`, with node:net's `code` for it where one is given. */
 function assertRefusedAs(call: () => unknown, path: string, code?: string): void {
@@ -200,4 +200,24 @@ test('socket methods check their arguments before anything changes', async () =>
   assert.equal(socket.setNoDelay(0 as never).noDelay, false);
   assert.equal(socket.setNoDelay().noDelay, true);
   socket.destroy();
+});
+
+test("type of service before connecting: kept for the connection, refused as Node 26's when not an integer 0-255", () => {
+  const socket = new RdmaSocket();
+  assert.equal(socket.getTypeOfService(), 0);
+  assert.equal(socket.setTypeOfService(0x48), socket);
+  assert.equal(socket.getTypeOfService(), 0x48);
+  assert.equal(new RdmaSocket({ typeOfService: 0x20 }).getTypeOfService(), 0x20);
+  const bad: [unknown, string][] = [[NaN, 'ERR_INVALID_ARG_TYPE'], ['16', 'ERR_INVALID_ARG_TYPE'], [undefined, 'ERR_INVALID_ARG_TYPE'], [256, 'ERR_OUT_OF_RANGE'], [-1, 'ERR_OUT_OF_RANGE'], [1.5, 'ERR_OUT_OF_RANGE']];
+  // Node 26's own socket, where there is one, gives the same codes.
+  const reference = (nodeNet.Socket.prototype as { setTypeOfService?: (tos: unknown) => unknown }).setTypeOfService ? new nodeNet.Socket() : undefined;
+  for (const [tos, code] of bad) {
+    assertRefusedAs(() => socket.setTypeOfService(tos as number), 'tos', code);
+    if (reference) assert.throws(() => (reference as unknown as { setTypeOfService(tos: unknown): void }).setTypeOfService(tos), { code });
+  }
+  assert.equal(socket.getTypeOfService(), 0x48, 'a refused value changed nothing');
+  assertRefusedAs(() => new RdmaSocket({ typeOfService: 300 }), 'options.typeOfService', 'ERR_OUT_OF_RANGE');
+  assertRefusedAs(() => normalizeConnectArgs([{ port: 1, typeOfService: '8' }]), 'options.typeOfService', 'ERR_INVALID_ARG_TYPE');
+  assert.equal(normalizeConnectArgs([{ port: 1, typeOfService: 8 }]).options.typeOfService, 8);
+  reference?.destroy();
 });
