@@ -236,7 +236,20 @@ function queuedShare(runs: Record<string, number>[]): number | null {
   row('events: lat p50 2 B vs C on libuv (bench/uv-pingpong.c), both with the timer', 'µs', pick(events, 'p50_us'), pick(uv, 'p50_us'), '—', null, uvRuns);
   row('events: lat p99 2 B vs C on libuv, both with the timer', 'µs', pick(events, 'p99_us'), pick(uv, 'p99_us'), '—', null, uvRuns);
   row(`events on Node ${nextNodeVersion}: lat p50 2 B vs C on libuv, both with the timer`, 'µs', pick(next, 'p50_us'), pick(uv, 'p50_us'), '—', null, `${next.length} TS, ${uv.length} C on libuv`);
-  row('  C on libuv\'s p50 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uv, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, `${uv.length} C on libuv, ${c.length} C`);
+  row('  C on libuv\'s p50 2 B with its timer (TS column) vs ib_send_lat -e', 'µs', pick(uv, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, `${uv.length} C on libuv, ${c.length} C`);
+  // Both alone, as the latency targets run: how far an event loop in C gets toward ib_send_lat -e, and Node beside it.
+  const uvAlone = collect(/^c-uvlat-alone-2-r\d+\.json$/, json);
+  if (uvAlone.length > 0) {
+    raw_.lat_uv_alone_2 = uvAlone;
+    const eventsAlone = aloneOr('ts-lat-alone-events-2', events);
+    const aloneRuns = `${eventsAlone.length} TS, ${uvAlone.length} C on libuv`;
+    row('events: lat p50 2 B vs C on libuv, both alone', 'µs', pick(eventsAlone, 'p50_us'), pick(uvAlone, 'p50_us'), '—', null, aloneRuns);
+    row('events: lat p99 2 B vs C on libuv, both alone', 'µs', pick(eventsAlone, 'p99_us'), pick(uvAlone, 'p99_us'), '—', null, aloneRuns);
+    row(`events on Node ${nextNodeVersion}: lat p50 2 B vs C on libuv, both alone`, 'µs', pick(nextAlone, 'p50_us'), pick(uvAlone, 'p50_us'), '—', null, `${nextAlone.length} TS, ${uvAlone.length} C on libuv`);
+    const cRuns = `${uvAlone.length} C on libuv, ${c.length} C`;
+    row('  C on libuv alone: p50 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uvAlone, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, cRuns);
+    row('  C on libuv alone: p99 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uvAlone, 'p99_us'), pick(c, '99% percentile[usec]'), '—', null, cRuns);
+  }
 }
 for (const size of [64, 65536]) {
   const t = tsBw(size);
