@@ -137,8 +137,6 @@ export const typeOfService = z.number().int().min(0).max(255);
 const REFUSED: Record<string, string> = {
   fd: 'an RDMA socket has no file descriptor to adopt',
   path: 'IPC paths are not RDMA: use host and port',
-  exclusive: 'cluster mode is not supported',
-  reusePort: 'reusePort is not supported by rdma_cm',
   readable: 'readable and writable come with fd, which an RDMA socket has none of',
   writable: 'readable and writable come with fd, which an RDMA socket has none of',
   readableAll: 'IPC permissions do not apply',
@@ -331,6 +329,15 @@ export interface RdmaListenOptions {
    * @defaultValue false
    */
   readonly ipv6Only?: boolean;
+  /**
+   * Taken as node:net takes it, and true either way: an RDMA listener is
+   * never shared with cluster workers (node:net's exclusive: false shares
+   * the handle only there).
+   * @defaultValue false
+   */
+  readonly exclusive?: boolean;
+  /** false only (true is refused): rdma_cm has no SO_REUSEPORT, so one listener holds an address and port. @defaultValue false */
+  readonly reusePort?: boolean;
 }
 
 export const listenSchema = z.strictObject({
@@ -339,6 +346,8 @@ export const listenSchema = z.strictObject({
   backlog: z.number().int().min(0).max(0x7fffffff).default(511),
   signal: abortSignal.optional(),
   ipv6Only: z.boolean().default(false),
+  exclusive: z.boolean().optional(),
+  reusePort: z.boolean().refine((reuse) => !reuse, 'rdma_cm has no SO_REUSEPORT: one listener holds an address and port').optional(),
 }) satisfies z.ZodType<unknown, RdmaListenOptions>;
 type ListenTied = Holds<InputIs<typeof listenSchema, RdmaListenOptions>>;
 export type ResolvedListen = z.output<typeof listenSchema>;

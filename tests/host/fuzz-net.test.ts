@@ -104,11 +104,12 @@ const CONNECT_RULES: Rules = {
   family: (v) => v === 0 || v === 4 || v === 6 || v === 'IPv4' || v === 'IPv6', timeout: isMs, connectTimeout: (v) => isInt(v, 1, MAX_MS), signal: isSignal,
   hints: (v) => isInt(v, 0, LOOKUP_HINTS) && (v & ~LOOKUP_HINTS) === 0, lookup: (v) => typeof v === 'function',
   autoSelectFamily: isBool, autoSelectFamilyAttemptTimeout: (v) => isInt(v, 1, MAX_MS), blockList: (v) => v instanceof BlockList,
+  typeOfService: (v) => isInt(v, 0, 255),
 };
-const LISTEN_RULES: Rules = { port: isPositionalPort, host: isHost, backlog: isMs, signal: isSignal, ipv6Only: isBool };
-const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal, noDelay: isBool, keepAlive: isBool, keepAliveInitialDelay: isMs };
+const LISTEN_RULES: Rules = { port: isPositionalPort, host: isHost, backlog: isMs, signal: isSignal, ipv6Only: isBool, exclusive: isBool, reusePort: (v) => v === false };
+const SOCKET_RULES: Rules = { ...STREAM_RULES, signal: isSignal, noDelay: isBool, keepAlive: isBool, keepAliveInitialDelay: isMs, typeOfService: (v) => isInt(v, 0, 255) };
 /** node:net's options that mean nothing over RDMA, refused by name (docs/net.md). */
-const REFUSED = ['fd', 'path', 'exclusive', 'reusePort', 'readable', 'writable', 'readableAll', 'writableAll'];
+const REFUSED = ['fd', 'path', 'readable', 'writable', 'readableAll', 'writableAll'];
 
 /**
  * Where an options object breaks its rules: the path its refusal must name
@@ -197,9 +198,10 @@ const connectOptions = optionsObject({
   localPort: fc.integer({ min: 0, max: 65535 }), family: fc.constantFrom(0, 4, 6, 'IPv4', 'IPv6'), timeout: ms,
   hints: fc.constantFrom(0, dns.ADDRCONFIG, dns.V4MAPPED | dns.ALL), lookup: lookups, autoSelectFamily: fc.boolean(),
   autoSelectFamilyAttemptTimeout: fc.integer({ min: 1, max: MAX_MS }), blockList: blockLists, connectTimeout: fc.integer({ min: 1, max: MAX_MS }), signal: signals,
+  typeOfService: fc.integer({ min: 0, max: 255 }),
 });
-const listenOptions = optionsObject({ port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), backlog: ms, signal: signals, ipv6Only: fc.boolean() });
-const socketOptions = optionsObject({ ...VALID_STREAM, signal: signals, noDelay: fc.boolean(), keepAlive: fc.boolean(), keepAliveInitialDelay: ms });
+const listenOptions = optionsObject({ port: fc.integer({ min: 0, max: 65535 }), host: fc.constantFrom(...HOSTS), backlog: ms, signal: signals, ipv6Only: fc.boolean(), exclusive: fc.boolean(), reusePort: fc.constant(false) });
+const socketOptions = optionsObject({ ...VALID_STREAM, signal: signals, noDelay: fc.boolean(), keepAlive: fc.boolean(), keepAliveInitialDelay: ms, typeOfService: fc.integer({ min: 0, max: 255 }) });
 
 /** A function the test watches: each call's arguments. */
 interface Watched {

@@ -60,7 +60,8 @@ test('bad and meaningless options are refused with the parameter named', () => {
     [[{ port: 1, hints: 999 }], 'options.hints', 'ERR_INVALID_ARG_VALUE'],
     [[{ port: 1, autoSelectFamilyAttemptTimeout: 0 }], 'options.autoSelectFamilyAttemptTimeout', 'ERR_OUT_OF_RANGE'],
     [[{ port: 1, blockList: {} }], 'options.blockList', 'ERR_INVALID_ARG_TYPE'],
-    [[{ port: 1, exclusive: true }], 'options.exclusive', 'ERR_INVALID_ARG_VALUE'],
+    // Not one of node:net's connect options: an unknown key.
+    [[{ port: 1, exclusive: true }], 'options', 'ERR_INVALID_ARG_VALUE'],
     [[{ port: 1, rdma: { recvBufferSize: 1000 } }], 'options.rdma.recvBufferSize', 'ERR_OUT_OF_RANGE'],
     [[{ port: 1, rdma: { recvBufferSize: 5000 } }], 'options.rdma.recvBufferSize', 'ERR_INVALID_ARG_VALUE'],
     [[{ port: 1, rdma: { sendQueueDepth: 8 } }], 'options.rdma.sendQueueDepth', 'ERR_OUT_OF_RANGE'],
@@ -79,7 +80,12 @@ test('bad and meaningless options are refused with the parameter named', () => {
     [[1, '\0'], 'options.host', 'ERR_INVALID_ARG_VALUE'],
   ];
   for (const [args, path, code] of cases) assertRefusedAs(() => normalizeConnectArgs(args), path, code);
-  assert.throws(() => normalizeListenArgs([{ port: 1, exclusive: true }]), /cluster mode is not supported/);
+  // listen's exclusive is taken either way (no cluster sharing here); reusePort only as false.
+  for (const exclusive of [true, false]) assert.equal(normalizeListenArgs([{ port: 1, exclusive }]).options.port, 1);
+  assert.equal(normalizeListenArgs([{ port: 1, reusePort: false }]).options.port, 1);
+  assert.throws(() => normalizeListenArgs([{ port: 1, reusePort: true }]), (error: unknown) =>
+    error instanceof RdmaArgumentError && error.code === 'ERR_INVALID_ARG_VALUE' && /SO_REUSEPORT/.test(error.message));
+  assertRefusedAs(() => normalizeListenArgs([{ port: 1, exclusive: 'yes' }]), 'options.exclusive', 'ERR_INVALID_ARG_TYPE');
   // node:net's listen(options) needs a port (or a path); listen() alone takes port 0.
   assertRefusedAs(() => normalizeListenArgs([{}]), 'options.port', 'ERR_INVALID_ARG_VALUE');
   assertRefusedAs(() => normalizeListenArgs([{ host: '10.0.0.1' }]), 'options.port', 'ERR_INVALID_ARG_VALUE');
