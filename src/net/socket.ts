@@ -861,9 +861,10 @@ export class RdmaSocket extends Duplex {
       this.#typeOfService = value;
       return this;
     }
-    if (value === this.getTypeOfService()) return this;
+    const current = this.getTypeOfService();
+    if (value === current) return this;
     throw new RdmaNetError('setTypeOfService', 'EISCONN', {
-      message: `this connection's type of service is ${this.getTypeOfService()}, fixed when its route was resolved: set it before connect()`,
+      message: `this connection's type of service is ${current}, fixed when its route was resolved: set it before connect()`,
     });
   }
 

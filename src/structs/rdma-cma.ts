@@ -46,8 +46,9 @@ export const ibv_sa_path_rec = cStruct('ibv_sa_path_rec', {
   preference: 'uint8_t',
 });
 export interface IbvSaPathRec {
-  dgid: { raw: number[] };
-  sgid: { raw: number[] };
+  /** Unions: koffi decodes each as an object of its own kind; read the GIDs' bytes at their offsets instead. */
+  dgid: unknown;
+  sgid: unknown;
   dlid: number;
   slid: number;
   raw_traffic: number;

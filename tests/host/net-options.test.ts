@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import * as nodeNet from 'node:net';
 import { normalizeConnectArgs, normalizeListenArgs } from '../../src/net/options.js';
 import { RdmaArgumentError, RdmaSocket, createServer } from '../../src/index.js';
-/** Asserts that `call` throws an RdmaArgumentError with an issue at `path` (or under it). */
+
 /** The call throws RdmaArgumentError naming `path`, with node:net's `code` for it where one is given. */
 function assertRefusedAs(call: () => unknown, path: string, code?: string): void {
   assert.throws(call, (error: unknown) => {
