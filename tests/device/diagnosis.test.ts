@@ -42,7 +42,8 @@ async function run(setup: string): Promise<Seen> {
   let stderr = '';
   command.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
   command.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  const [code] = await once(command, 'exit');
+  // 'close', not 'exit': at 'exit' the child's stdout may still hold its report (seen empty on Node 26).
+  const [code] = await once(command, 'close');
   assert.equal(code, 0, `exit ${code}: ${stderr}`);
   return JSON.parse(stdout) as Seen;
 }

@@ -86,7 +86,8 @@ async function registerUnderLimit(bytes: number): Promise<Outcome> {
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  const [code] = await once(child, 'exit');
+  // 'close', not 'exit': at 'exit' the child's stdout may not all be read yet.
+  const [code] = await once(child, 'close');
   assert.equal(code, 0, `the child failed: ${stderr}`);
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Outcome;
 }

@@ -13,7 +13,8 @@ function run(command: string, args: string[]) {
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-  const exited = once(child, 'exit').then(([code]) => ({ code: code as number, output }));
+  // 'close', not 'exit': at 'exit' the child's output may not all be read yet.
+  const exited = once(child, 'close').then(([code]) => ({ code: code as number, output }));
   return { child, exited };
 }
 
