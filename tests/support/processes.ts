@@ -2,6 +2,8 @@
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { finished as streamEnded } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { packageRoot } from '../../src/package-info.js';
 
@@ -20,8 +22,24 @@ export function start(command: string, args: readonly string[]): { finished: Pro
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  const finished = once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
+  const finished = once(child, 'exit').then(async ([code]) => {
+    await outputRead(child.stdout, child.stderr);
+    return { code: code as number | null, stdout, stderr };
+  });
   return { finished, kill: () => child.kill('SIGKILL') };
+}
+
+/**
+ * At a child's 'exit' its pipes may still hold output (Node says so, and a
+ * Node 26 run read a child's report empty): wait until both are read to
+ * their end, but at most 5 s, for a grandchild that keeps one open.
+ */
+async function outputRead(...pipes: Readable[]): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)));
+  const read = Promise.all(pipes.map((pipe) => streamEnded(pipe).catch(() => undefined)));
+  await Promise.race([read, bound]);
+  clearTimeout(timer);
 }
 
 /** `node bin/rdmacm ARGS` (the built CLI). */
