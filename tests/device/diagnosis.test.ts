@@ -4,12 +4,11 @@
 // everything else stay as they are.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import process from 'node:process';
 import { packageRoot } from '../../src/package-info.js';
+import { start } from '../support/processes.js';
 import { deviceName, hasDevice } from '../support/device.js';
 
 // The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).
@@ -35,15 +34,9 @@ const child = `
 /** Runs the child after `setup` (shell, as root) in a fresh mount namespace; its report. */
 async function run(setup: string): Promise<Seen> {
   const quoted = child.replace(/'/g, `'\\''`);
-  const command = spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-ec', `${setup}\nexec "${process.execPath}" --input-type=module -e '${quoted}'`], {
-    cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  command.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-  command.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  // 'close', not 'exit': at 'exit' the child's stdout may still hold its report (seen empty on Node 26).
-  const [code] = await once(command, 'close');
+  const { code, stdout, stderr } = await start('unshare', ['--mount', '--propagation', 'private', 'sh', '-ec', `${setup}\nexec "${process.execPath}" --input-type=module -e '${quoted}'`], {
+    cwd: repoRoot,
+  }).finished;
   assert.equal(code, 0, `exit ${code}: ${stderr}`);
   return JSON.parse(stdout) as Seen;
 }

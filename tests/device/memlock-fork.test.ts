@@ -3,7 +3,7 @@
 // (the cap on pinned pages). See the README's "Memory locking and fork()".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +12,7 @@ import { pathToFileURL } from 'node:url';
 import { forkStatus, type CmId, type MemoryRegion } from '../../src/index.js';
 import { packageRoot } from '../../src/package-info.js';
 import { connectPair } from '../support/pair.js';
+import { start } from '../support/processes.js';
 
 /** Fills `sender`'s registered buffer with `byte`, sends it, and checks the peer received exactly that. */
 async function sendAndCheck(sender: CmId, outbox: MemoryRegion, receiver: CmId, inbox: MemoryRegion, byte: number): Promise<void> {
@@ -81,13 +82,7 @@ async function registerUnderLimit(bytes: number): Promise<Outcome> {
   const node = [process.execPath, '--input-type=module', '-e', script];
   // As root, drop CAP_IPC_LOCK from the bounding set, so the exec'd node has it neither permitted nor effective.
   const withoutIpcLock = process.getuid?.() === 0 ? ['setpriv', '--bounding-set=-ipc_lock', '--', ...node] : node;
-  const child = spawn('prlimit', [`--memlock=${bytes}:${bytes}`, '--', ...withoutIpcLock], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  // 'close', not 'exit': at 'exit' the child's stdout may not all be read yet.
-  const [code] = await once(child, 'close');
+  const { code, stdout, stderr } = await start('prlimit', [`--memlock=${bytes}:${bytes}`, '--', ...withoutIpcLock]).finished;
   assert.equal(code, 0, `the child failed: ${stderr}`);
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as Outcome;
 }

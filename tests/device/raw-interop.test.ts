@@ -2,19 +2,14 @@
 // with our raw client, and our raw server with rdma_client.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { deviceAddress, freshPort } from '../support/device.js';
+import { start } from '../support/processes.js';
 
-/** Collects a child's output and exit code. */
+/** Starts a child; `exited` gives its exit code and all it printed (stdout, then stderr). */
 function run(command: string, args: string[]) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-  // 'close', not 'exit': at 'exit' the child's output may not all be read yet.
-  const exited = once(child, 'close').then(([code]) => ({ code: code as number, output }));
+  const child = start(command, args);
+  const exited = child.finished.then(({ code, stdout, stderr }) => ({ code, output: `${stdout}${stderr}` }));
   return { child, exited };
 }
 
@@ -23,7 +18,7 @@ function run(command: string, args: string[]) {
 const pingpong = fileURLToPath(new URL('../../examples/raw/pingpong.js', import.meta.url));
 
 /** Both sides exited 0 and the raw side received its 16 bytes. */
-function checkRun(raw: { code: number; output: string }, c: { code: number; output: string }, cName: string, rawName: string): void {
+function checkRun(raw: { code: number | null; output: string }, c: { code: number | null; output: string }, cName: string, rawName: string): void {
   assert.match(c.output, new RegExp(`${cName}: end 0`), c.output);
   assert.equal(c.code, 0, c.output);
   assert.match(raw.output, new RegExp(`${rawName}: received 16 bytes`), raw.output);
@@ -40,8 +35,8 @@ test('rdma_server (C) with the raw TypeScript client', { timeout: 60_000 }, asyn
     const [c, raw] = await Promise.all([server.exited, client.exited]);
     checkRun(raw, c, 'rdma_server', 'raw_client');
   } finally {
-    server.child.kill('SIGKILL');
-    client.child.kill('SIGKILL');
+    server.child.kill();
+    client.child.kill();
   }
 });
 
@@ -55,7 +50,7 @@ test('the raw TypeScript server with rdma_client (C)', { timeout: 60_000 }, asyn
     const [c, raw] = await Promise.all([client.exited, server.exited]);
     checkRun(raw, c, 'rdma_client', 'raw_server');
   } finally {
-    server.child.kill('SIGKILL');
-    client.child.kill('SIGKILL');
+    server.child.kill();
+    client.child.kill();
   }
 });

@@ -1,4 +1,4 @@
-// Child processes for device tests: rdma-core's tools and our own CLI as peers.
+// Child processes for device tests: rdma-core's tools, our own CLI and node children.
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -15,9 +15,9 @@ export interface Finished {
   readonly stderr: string;
 }
 
-/** Starts a command and collects its output; `finished` settles when it exits. */
-export function start(command: string, args: readonly string[]): { finished: Promise<Finished>; kill(): void } {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts a command and collects its output; `finished` settles when it exits and its output is read. */
+export function start(command: string, args: readonly string[], options: { cwd?: string } = {}): { finished: Promise<Finished>; kill(): void } {
+  const child = spawn(command, args, { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
