@@ -8,7 +8,7 @@ import { hasDevice, testDevice } from '../support/device.js';
 import { startHangWatchdog } from '../support/hang-watchdog.js';
 import { describeFailures, recordFailures } from '../support/failures.js';
 
-const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'event-loop-ping-pong', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-ipv6', 'net-destinations', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
+const files = ['raw-interop', 'devices', 'diagnosis', 'connection', 'safe-api', 'async', 'event-loop', 'event-loop-ping-pong', 'completion-channel', 'one-sided', 'datagram', 'multicast', 'shared-receive-queue', 'shared-cq', 'examples', 'readme', 'ping', 'bench', 'repl', 'misuse', 'fuzz-hostile', 'load', 'faults', 'smoke', 'net', 'net-ipv6', 'net-destinations', 'net-interop', 'net-riostream-default', 'net-ecosystem', 'net-scale', 'net-cli', 'memlock-fork', 'addrinfo', 'sync-id'];
 
 if (!hasDevice()) {
   console.error('device tier: no RDMA device here (set RDMACM_TEST_DEVICE or run through scripts/rxe-vm.sh)');
