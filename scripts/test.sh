@@ -33,9 +33,10 @@
 # official arm64 Node with koffi's arm64 build, under QEMU's TCG) runs the smoke
 # test there too (npm run test:arm64; 2 1/4 to 4 minutes), on Node 24; Node 22's
 # x64 build runs the host tier a second time (beside the first), and Node 26's
-# runs its fd-watcher file (Node 26 is where koffi's poll callbacks leave Node's
-# queues undrained; a whole third host pass cost 2 1/4 minutes of the 40). So
-# every release line that npm's users run (20 to 26) runs a tier.
+# and Node 24's run its fd-watcher file (Node 26 is where koffi's poll callbacks
+# leave Node's queues undrained, and the event path decides by the version; a
+# whole third host pass cost 2 1/4 minutes of the 40). So every release line
+# that npm's users run (20 to 26) runs a tier.
 set -euo pipefail
 
 # The Node release lines besides this host's: the Debian 13 pass runs on
@@ -136,8 +137,10 @@ main() {
     wait "$other_pass" || status=1
     tier_run cat "$other_log"
     timed "host tier, this host's Node and Node $OTHER_NODE side by side"
-    tier_run host_pass "$NEXT_NODE" tests/host/fd-watcher.test.ts 'fd-watcher only' || status=1
-    timed "host tier, Node $NEXT_NODE: fd-watcher"
+    for major in "$NEXT_NODE" "$ARM64_NODE"; do
+      tier_run host_pass "$major" tests/host/fd-watcher.test.ts 'fd-watcher only' || status=1
+      timed "host tier, Node $major: fd-watcher"
+    done
   fi
 
   if [ "$tier" = all ] || [ "$tier" = device ]; then
