@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import process from 'node:process';
 import { packageRoot } from '../../src/package-info.js';
-import { start } from '../support/processes.js';
 import { deviceName, hasDevice } from '../support/device.js';
+import { start } from '../support/processes.js';
 
 // The checkout's root, whether this runs from tests/ (tsx) or dist/tests/ (built).
 const repoRoot = packageRoot();
