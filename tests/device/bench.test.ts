@@ -31,7 +31,11 @@ function assertLatencyRun(
 ): void {
   assertFigures(run.client, [...LATENCY_KEYS, ...(adaptive.includes('client') ? ADAPTIVE_KEYS : [])], size);
   assertFigures(run.server, [...LATENCY_KEYS, ...(adaptive.includes('server') ? ADAPTIVE_KEYS : [])], size);
-  if (iters !== undefined) assert.equal(run.client.iters, iters);
+  if (iters !== undefined) {
+    assert.equal(run.client.iters, iters);
+    // The server times the gaps between the client's measured pings: one fewer.
+    assert.equal(run.server.iters, iters - 1, "the server's count against the client's");
+  }
   const { min_us: min, p50_us: p50, max_us: max } = run.client as { min_us: number; p50_us: number; max_us: number };
   assert.ok(min <= p50 && p50 <= max, `min ${min} <= p50 ${p50} <= max ${max}`);
 }

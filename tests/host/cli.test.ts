@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { commands } from '../../src/cli/commands.js';
 import { packageRoot } from '../../src/package-info.js';
@@ -14,7 +15,8 @@ const rdmacm = (args: string[]) => spawnSync(process.execPath, [bin, ...args], {
 test('rdmacm --version prints the version', () => {
   const result = rdmacm(['--version']);
   assert.equal(result.status, 0);
-  assert.match(result.stdout, /^rdmacm \d+\.\d+\.\d+\n$/);
+  const { version } = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
+  assert.equal(result.stdout, `rdmacm ${version}\n`);
 });
 
 for (const { name } of commands) {

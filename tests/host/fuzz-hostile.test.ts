@@ -57,10 +57,17 @@ test('forged instances where a library object is expected: an argument error nam
     ledger.call(`forged ${parameter} → ${name}`, refusedAs(parameter, fn), refused)), { ...PARAMS, numRuns: RUNS.forgedParameters });
 });
 
-test('getAddrInfoAsync with a forged or hostile signal rejects typed, never hangs', { skip: skipNative }, async () => {
-  await fc.assert(fc.asyncProperty(fc.oneof(forged(AbortSignal), hostile(fc.constant(undefined))), async (signal) =>
-    ledger.callAsync('getAddrInfoAsync(options.signal)', () => getAddrInfoAsync('127.0.0.1', '7471', {}, { signal: signal as never }),
-      () => 'accepted-junk', () => show(signal))), { ...PARAMS, numRuns: RUNS.asyncSignal });
+test('getAddrInfoAsync with a forged or hostile signal rejects with an argument error naming it, never hangs', { skip: skipNative }, async () => {
+  // undefined (no signal) is valid: it would reach librdmacm.
+  const signals = fc.oneof(forged(AbortSignal), hostile(fc.constant(undefined)).filter((v) => v !== undefined));
+  await fc.assert(fc.asyncProperty(signals, async (signal) =>
+    ledger.callAsync('getAddrInfoAsync(options.signal)', async () => {
+      try {
+        return await getAddrInfoAsync('127.0.0.1', '7471', {}, { signal: signal as never });
+      } catch (error) {
+        return refusedAs('options.signal', () => { throw error; })();
+      }
+    }, () => 'accepted-junk', () => show(signal))), { ...PARAMS, numRuns: RUNS.asyncSignal });
 });
 
 test('a forged AbortSignal right after a real one (the parse memo keeps instances by prototype) is still refused by name', { skip: skipNative }, async () => {
@@ -102,6 +109,10 @@ test('lying, proxied, detached, resizable and growable buffers: typed errors, or
 
 /** 2 ** 31 is hostile for a count but a valid u32. */
 const u32 = (v: unknown): boolean => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0xffffffff;
+/** What the parameters that reach librdmacm take: a value they take would fail there (ENODEV), so only the rest are thrown at them. */
+const validPort = (v: unknown): boolean => (Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 65535) || (typeof v === 'string' && /^\d+$/.test(v) && Number(v) <= 65535);
+const validQpField = (key: string, v: unknown): boolean => (key === 'inlineData' ? u32(v) : Number.isInteger(v) && (v as number) >= 1 && (v as number) <= 0x7fffffff);
+const validService = (v: unknown): boolean => v === null || (typeof v === 'string' && v.length > 0 && !v.includes('\0'));
 
 test('hostile numbers for every count, size, offset, port and field: refused, never accepted', { skip: skipNative }, () => {
   const n = hostileNumber;
@@ -120,10 +131,11 @@ test('hostile numbers for every count, size, offset, port and field: refused, ne
         if (r.success) return r;
         throw RdmaArgumentError.fromZod('connParamSchema', 'param', r.error);
       }] as const),
-    n.map((v) => ['createEndpoint(target.port)', () => createEndpoint({ host: '127.0.0.1', port: v as never })] as const),
-    fc.tuple(n, fc.constantFrom('sendWr', 'recvWr', 'sendSge', 'recvSge', 'inlineData')).map(([v, key]) =>
-      ['createEndpoint(options.qp)', () => createEndpoint({ host: '127.0.0.1', port: 7471 }, { qp: { [key]: v } })] as const),
-    n.map((v) => ['getAddrInfo(service)', () => getAddrInfo('127.0.0.1', v as never)] as const),
+    // These three reach librdmacm when valid: each must be refused by name, not by ENODEV from there.
+    n.filter((v) => !validPort(v)).map((v) => ['createEndpoint(target.port)', refusedAs('target.port', () => createEndpoint({ host: '127.0.0.1', port: v as never }))] as const),
+    fc.tuple(n, fc.constantFrom('sendWr', 'recvWr', 'sendSge', 'recvSge', 'inlineData')).filter(([v, key]) => !validQpField(key, v)).map(([v, key]) =>
+      ['createEndpoint(options.qp)', refusedAs(`options.qp.${key}`, () => createEndpoint({ host: '127.0.0.1', port: 7471 }, { qp: { [key]: v } }))] as const),
+    n.filter((v) => !validService(v)).map((v) => ['getAddrInfo(service)', refusedAs('service', () => getAddrInfo('127.0.0.1', v as never))] as const),
   );
   fc.assert(fc.property(cases, ([name, fn]) => ledger.call<unknown>(name, fn, refused)), { ...PARAMS, numRuns: RUNS.numbers });
 });

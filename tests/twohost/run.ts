@@ -263,13 +263,17 @@ for (const { name, port, count, loss } of scenarios) {
   });
 }
 
-test('the link goes down and up mid-transfer: both sides resume or report a typed error, nothing hangs', { timeout: 300_000 }, async () => {
+// One second down is shorter than RC's retransmission budget (7 retries of an
+// ack timeout of half a second or more on RoCE), so the transfer must resume:
+// it did on both sides in each of the 16 runs logged before this was required.
+test('the link goes down for a second mid-transfer: RC retransmits, both sides finish, nothing hangs', { timeout: 300_000 }, async () => {
   const started = Date.now();
   const count = 100;
   if (hostIndex === 0) {
     const { received, outcome } = await serve(18517, count, 'flap');
     console.log(`twohost: flap: server received ${received}/${count} (${outcome}) in ${Date.now() - started} ms`);
-    assert.ok(outcome === 'complete' || outcome.startsWith('typed error') || outcome === 'peer disconnected', outcome);
+    assert.equal(outcome, 'complete');
+    assert.equal(received, count);
   } else {
     const { sent, outcome } = await stream(18517, count, 'flap', {
       at: 30,
@@ -280,7 +284,8 @@ test('the link goes down and up mid-transfer: both sides resume or report a type
       },
     });
     console.log(`twohost: flap: client sent ${sent}/${count} (${outcome}) in ${Date.now() - started} ms`);
-    assert.ok(outcome === 'complete' || outcome.startsWith('typed error'), outcome);
+    assert.equal(outcome, 'complete');
+    assert.equal(sent, count);
   }
 });
 
