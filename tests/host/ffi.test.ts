@@ -87,7 +87,9 @@ test('addresses: a Number whenever exact, and the address-typed ops reach C with
   assert.equal(toAddress(2n ** 60n + 1n), 2n ** 60n + 1n); // a double would round it
 
   // A fake ibv_context whose post_send is libc's memcmp(a, b, n): 0 only when
-  // the bytes at both addresses, as C received them, are equal.
+  // the bytes at both addresses, as C received them, are equal. It checks how
+  // arguments reach C, not a provider: the device tier posts through the real
+  // post_send (safe-api, connection and the bench loops).
   const memcmp = cFunctionAddress('libc.so.6', 'memcmp');
   const context = Buffer.alloc(ibv_context.size);
   context.writeBigUInt64LE(memcmp, koffi.offsetof(ibv_context, 'ops') + koffi.offsetof(ibv_context_ops, 'post_send'));
