@@ -54,7 +54,7 @@ test('a completion that koffi lays out by the C field names decodes field for fi
       vendor_err: fields.vendorErr,
       byte_len: fields.byteLen,
       // __be32 in the header: what htobe32() stores, read back as a host-order uint32_t.
-      imm_data: immData === undefined ? 0 : new DataView(new Uint8Array([immData >>> 24, (immData >>> 16) & 0xff, (immData >>> 8) & 0xff, immData & 0xff]).buffer).getUint32(0, true),
+      imm_data: immData === undefined ? 0 : new Uint32Array(new Uint8Array([immData >>> 24, (immData >>> 16) & 0xff, (immData >>> 8) & 0xff, immData & 0xff]).buffer)[0],
       qp_num: fields.qpNum,
       src_qp: fields.srcQp,
       wc_flags: fields.flags.reduce((mask, name) => mask | WcFlag.values[name], 0),
