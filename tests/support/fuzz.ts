@@ -448,6 +448,17 @@ export function refusedAs<T>(parameter: string, fn: () => T): () => T {
   };
 }
 
+/** refusedAs for a call that may reject: the rejection must be an RdmaArgumentError naming `parameter`. */
+export function refusedAsAsync<T>(parameter: string, fn: () => Promise<T>): () => Promise<T> {
+  return async () => {
+    try {
+      return await fn();
+    } catch (error) {
+      throw refusalNaming(parameter, error);
+    }
+  };
+}
+
 /** `error` itself if it is an RdmaArgumentError naming `parameter` (a path starting with it), else the WrongRefusal that says what came. */
 function refusalNaming(parameter: string, error: unknown): unknown {
   if (error instanceof RdmaArgumentError && error.issues.some((i) => i.path === parameter || i.path.startsWith(`${parameter}.`))) return error;
