@@ -92,6 +92,49 @@ test(`${PAIRS * 2} queues on one shared channel: one fd and one watch; each queu
   assert.equal(channel.queues, 0);
 });
 
+test('listeners on one shared channel take bursts: a queue that re-arms as its event is handed over misses none of what lands after', { timeout: 120_000 }, async () => {
+  const BURST = 8; // each client's receive queue, full
+  const ROUNDS = 5;
+  const { channel, queues, pairs } = await pairsOnOneChannel();
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      const inboxes = pairs.map((pair) => {
+        const inbox = pair.client.regMsgs(Buffer.alloc(MESSAGE * BURST));
+        for (let k = 0; k < BURST; k++) pair.client.postRecv(inbox, { offset: k * MESSAGE, length: MESSAGE });
+        return inbox;
+      });
+      const bursts = queues.map((cq) => new Promise<void>((resolve, reject) => {
+        let taken = 0;
+        cq.mode = 'events';
+        cq.setListener({
+          onCompletions() {
+            const count = cq.poll();
+            for (let c = 0; c < count; c++) if (cq.statusAt(c) !== 0) reject(new Error(`status ${cq.statusAt(c)}`));
+            taken += count;
+            if (taken === BURST) resolve();
+            return count;
+          },
+          onCompletionError: reject,
+        });
+      }));
+      // All at once: completions land while the listeners drain and re-arm.
+      for (const [i, pair] of pairs.entries()) for (let k = 0; k < BURST; k++) pair.server.postSend(Buffer.from(`${round}:${i}:${k}`), { inline: true });
+      await Promise.all(bursts);
+      for (const cq of queues) cq.setListener(undefined);
+      for (const pair of pairs) for (let k = 0; k < BURST; k++) assert.equal(pair.server.getSendComp().status, 'SUCCESS');
+      inboxes.forEach((inbox, i) => {
+        for (let k = 0; k < BURST; k++) {
+          const text = `${round}:${i}:${k}`;
+          assert.equal(inbox.buffer.toString('latin1', k * MESSAGE, k * MESSAGE + text.length), text);
+        }
+      });
+    }
+  } finally {
+    for (const pair of pairs) await pair.hangUp();
+  }
+  channel.close();
+});
+
 test('a shared channel closes its queues first; a closed channel or a non-channel is refused before native code', { timeout: 60_000 }, async () => {
   let channel: CompletionChannel | undefined;
   let cq: CompletionQueue | undefined;

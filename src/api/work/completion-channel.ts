@@ -30,6 +30,8 @@ export interface ChannelMember {
 /** A queue's place on a channel: the watch it wants, as an FdWatcher of its own would give it. */
 export interface ChannelWatch {
   readonly fd: number;
+  /** The queue was armed (ibv_req_notify_cq): it may raise one event. */
+  armed(): void;
   setInterest(interested: boolean): void;
   setRef(ref: boolean): void;
   /** Takes the events waiting on the channel, handing each to its queue (for a blocking wait). */
@@ -47,7 +49,12 @@ export class CompletionChannel extends Resource {
   readonly #brand = true;
   /** The channel's fd (non-blocking): readable while an event waits. */
   readonly fd: number;
-  readonly #members = new Map<bigint, ChannelMember>();
+  readonly #members = new Map<bigint, { member: ChannelMember; armed: boolean }>();
+  /**
+   * Members armed since their last event was taken. Each arming raises at most
+   * one event, so no more than this many can wait on the channel.
+   */
+  #armedMembers = 0;
   /** Members that want events now, and of those how many keep the process alive. */
   #interested = 0;
   #interestedRef = 0;
@@ -88,12 +95,18 @@ export class CompletionChannel extends Resource {
 
   #join(cq: bigint, member: ChannelMember): ChannelWatch {
     this.ensureOpen('createCq');
-    this.#members.set(cq, member);
+    const entry = { member, armed: false };
+    this.#members.set(cq, entry);
     let interested = false;
     let ref = true;
     const channel = this;
     return {
       fd: this.fd,
+      armed(): void {
+        if (entry.armed) return;
+        entry.armed = true;
+        channel.#armedMembers++;
+      },
       setInterest(on: boolean): void {
         if (on === interested || channel.#lifetime.closed) return;
         interested = on;
@@ -110,6 +123,9 @@ export class CompletionChannel extends Resource {
       takeEvents: () => this.#takeEvents(),
       close(): void {
         this.setInterest(false);
+        // The kernel drops a destroyed queue's pending event.
+        if (entry.armed) channel.#armedMembers--;
+        entry.armed = false;
         channel.#members.delete(cq);
       },
     };
@@ -123,21 +139,31 @@ export class CompletionChannel extends Resource {
     this.#watcher.setInterest(true);
   }
 
-  /** Takes up to EVENTS_PER_WAKE events, each handed to the queue it names. */
+  /**
+   * Takes up to EVENTS_PER_WAKE events, each handed to the queue it names.
+   * It stops early once no member is armed: none can have an event waiting,
+   * and the read that would find the channel empty is a system call.
+   */
   #takeEvents(): void {
     for (let taken = 0; taken < EVENTS_PER_WAKE && !this.#lifetime.closed; taken++) {
+      if (taken > 0 && this.#armedMembers === 0) return;
       if (libibverbs.ibv_get_cq_event(this.handle, this.#cqSlot, this.#contextSlot) !== 0) {
         const errno = koffi.errno();
         if (errno === EAGAIN) return;
         const error = new RdmaError('ibv_get_cq_event', errno || 5, 'the completion channel failed (device removed?)');
         this.#watcher?.setInterest(false);
-        for (const member of [...this.#members.values()]) member.onChannelError(error);
+        for (const { member } of [...this.#members.values()]) member.onChannelError(error);
         return;
       }
-      const cq = this.#cqSlot.readBigUInt64LE(0);
       // A queue leaves only as it is destroyed, and the kernel drops a destroyed
       // queue's pending events: an unknown address is never acked (it may be freed).
-      this.#members.get(cq)?.onEvent();
+      const entry = this.#members.get(this.#cqSlot.readBigUInt64LE(0));
+      if (!entry) continue;
+      if (entry.armed) {
+        entry.armed = false;
+        this.#armedMembers--;
+      }
+      entry.member.onEvent();
     }
   }
 

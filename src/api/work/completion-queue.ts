@@ -766,6 +766,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     const ret = this.#ops.reqNotifyCq(this.handle, 0);
     if (ret !== 0) throw new RdmaError('ibv_req_notify_cq', ret);
     this.#armed = true;
+    this.#sharedWatch?.armed();
     this.#sleptSinceSpin = true;
   }
 
