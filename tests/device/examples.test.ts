@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { deviceAddress, freshPort } from '../support/device.js';
-import { rdmaListening, start, type Finished } from '../support/processes.js';
+import { listeningOn, start, type Finished } from '../support/processes.js';
 import { within } from '../support/within.js';
 
 // The examples block their thread in synchronous waits, as rdma-core's do: each
@@ -31,17 +31,6 @@ async function bothEnded(server: ReturnType<typeof start>, client: ReturnType<ty
   } finally {
     server.kill();
     client.kill();
-  }
-}
-
-/** Waits for `server` to listen on `port`; one that exits first, or never listens, fails the test and is stopped. */
-async function listeningOn(server: ReturnType<typeof start>, port: string): Promise<void> {
-  const exitedFirst = server.finished.then((done) => Promise.reject(new Error(`the server exited before it listened: ${done.stdout}${done.stderr}`)));
-  try {
-    await Promise.race([rdmaListening(port), exitedFirst]);
-  } catch (error) {
-    server.kill();
-    throw error;
   }
 }
 

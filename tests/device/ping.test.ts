@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/package-info.js';
 import { deviceAddress, freshPort } from '../support/device.js';
-import { rdmacm, retrying, start } from '../support/processes.js';
+import { listeningOn, rdmacm, start } from '../support/processes.js';
 
 const COUNT = 10;
 const SIZE = 1000;
@@ -13,7 +13,8 @@ test('rping -s (C) with rdmacm ping -c', { timeout: 120_000 }, async () => {
   const address = deviceAddress();
   const port = String(freshPort());
   const server = start('rping', ['-s', '-a', address, '-p', port, '-S', String(SIZE), '-C', String(COUNT), '-v', '-V']);
-  const client = retrying(process.execPath, [join(packageRoot(), 'bin', 'rdmacm'), 'ping', '-c', '-a', address, '-p', port, '-S', String(SIZE), '-C', String(COUNT), '-v', '-V']);
+  await listeningOn(server, port);
+  const client = start(process.execPath, [join(packageRoot(), 'bin', 'rdmacm'), 'ping', '-c', '-a', address, '-p', port, '-S', String(SIZE), '-C', String(COUNT), '-v', '-V']);
   const [s, c] = await Promise.all([server.finished, client.finished]);
   assert.equal(c.code, 0, c.stderr);
   assert.equal(s.code, 0, s.stderr);
@@ -27,7 +28,9 @@ test('rdmacm ping -s with rping -c (C)', { timeout: 120_000 }, async () => {
   const address = deviceAddress();
   const port = String(freshPort());
   const server = rdmacm(['ping', '-s', '-a', address, '-p', port, '-S', String(SIZE), '-v']);
-  const client = retrying('rping', ['-c', '-a', address, '-p', port, '-S', String(SIZE), '-C', String(COUNT), '-v', '-V']);
+  // A client that retries until Node has started the server ran out of tries once in CI (40 in 26 s).
+  await listeningOn(server, port, 60_000);
+  const client = start('rping', ['-c', '-a', address, '-p', port, '-S', String(SIZE), '-C', String(COUNT), '-v', '-V']);
   const [s, c] = await Promise.all([server.finished, client.finished]);
   assert.equal(c.code, 0, c.stderr + c.stdout);
   assert.equal(s.code, 0, s.stderr);

@@ -68,3 +68,14 @@ export async function rdmaListening(port: string | number, timeoutMs = 30_000): 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
+
+/** Waits for `server` to listen on `port`; one that exits first, or never listens, fails the test and is stopped. */
+export async function listeningOn(server: ReturnType<typeof start>, port: string | number, timeoutMs?: number): Promise<void> {
+  const exitedFirst = server.finished.then((done) => Promise.reject(new Error(`the server exited before it listened: ${done.stdout}${done.stderr}`)));
+  try {
+    await Promise.race([rdmaListening(port, timeoutMs), exitedFirst]);
+  } catch (error) {
+    server.kill();
+    throw error;
+  }
+}
