@@ -155,6 +155,10 @@ for r in $(seq 1 "$REPS"); do
   else
     say "no $APP/uv-pingpong (bench/build-uv-pingpong.sh did not build it): the C-on-libuv rows stay empty"
   fi
+  # The same ping-pong in Node over the raw layer alone (bench/events-raw.ts), alone as the events rows run, in
+  # the safe API's order (drain, then arm): the least JavaScript a wake-up runs, so the floor under the safe API.
+  say "lat 2 B on completion events through the raw layer alone (bench/events-raw.ts), run $r"
+  port=$((port + 1)); pair "$RAW/ts-lat-raw-events-2-r$r.json" node "$APP/dist/bench/events-raw.js" -s -w 10000 -n $LAT_EV_N -p $port -- node "$APP/dist/bench/events-raw.js" -w 10000 -n $LAT_EV_N -p $port "$ADDR"
   # The guest's own floor for the timer rows of the modes that spin: two loops that only spin, no RDMA, both
   # CPUs busy as a busy pair keeps them. In C, how often each lost its CPU; in Node (spinning in 1 ms slices,
   # as busy-poll does), the same 1 ms timer's lateness (performance-notes.md, "The 1 ms timer in the modes that spin").

@@ -250,6 +250,19 @@ function queuedShare(runs: Record<string, number>[]): number | null {
     row('  C on libuv alone: p50 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uvAlone, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, cRuns);
     row('  C on libuv alone: p99 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uvAlone, 'p99_us'), pick(c, '99% percentile[usec]'), '—', null, cRuns);
   }
+  // The same ping-pong in Node over the raw layer alone (bench/events-raw.ts), in the safe API's order: the floor
+  // under the safe API's events rows, so what Node and koffi cost a wake-up apart from what the safe API adds.
+  const raw = collect(/^ts-lat-raw-events-2-r\d+\.json$/, json);
+  if (raw.length > 0) {
+    raw_.lat_raw_events_2 = raw;
+    const rawRuns = `${raw.length} raw, ${c.length} C`;
+    row('events, raw layer only (no safe API): lat p50 2 B (C: ib_send_lat -e t_typical)', 'µs', pick(raw, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, rawRuns);
+    row('events, raw layer only: lat p99 2 B', 'µs', pick(raw, 'p99_us'), pick(c, '99% percentile[usec]'), '—', null, rawRuns);
+    const eventsAlone = aloneOr('ts-lat-alone-events-2', events);
+    const listener = collect(/^ts-lat-listener-events-2-r\d+\.json$/, json);
+    row('  events p50 2 B (TS column) vs the raw layer (C column)', 'µs', pick(eventsAlone, 'p50_us'), pick(raw, 'p50_us'), '—', null, `${eventsAlone.length} TS, ${raw.length} raw`);
+    row('  events, listener: p50 2 B (TS column) vs the raw layer (C column)', 'µs', pick(listener, 'p50_us'), pick(raw, 'p50_us'), '—', null, `${listener.length} TS, ${raw.length} raw`);
+  }
 }
 for (const size of [64, 65536]) {
   const t = tsBw(size);
