@@ -1,11 +1,12 @@
 // The Node floor of `rdmacm bench lat --wait events`: bench/uv-pingpong.c's
-// ping-pong (its flags, its JSON line, its steps in its order), written in
-// JavaScript over the raw layer only: the C functions through koffi, work
-// requests encoded once, the channel's fd watched by the same libuv handle the
-// safe API uses, and no validation, resource objects, promises or listeners.
-// What a Node process and koffi cost a wake-up by themselves: the difference
-// to uv-pingpong is Node's, the difference to the safe API's rows is the
-// safe API's.
+// ping-pong (its flags, its JSON line, its steps), in JavaScript over the raw
+// layer only: the C functions through koffi, work requests encoded once, the
+// channel's fd watched by the libuv handle the safe API uses, and no
+// validation, resource objects, promises or listeners. Each wake-up drains,
+// re-arms, then drains again, in the safe API's order (uv-pingpong -D);
+// --arm-first re-arms before draining, as uv-pingpong does by default. What a
+// Node process and koffi cost a wake-up by themselves: against uv-pingpong,
+// Node's share; against the safe API's rows, the safe API's.
 //
 //   node dist/bench/events-raw.js -s [--arm-first] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE]
 //   node dist/bench/events-raw.js    [--arm-first] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] SERVER
@@ -98,28 +99,39 @@ koffi.encode(initAttr, structs.ibv_qp_init_attr, {
 check('rdma_create_qp', librdmacm.rdma_create_qp(id, pd, initAttr));
 const qp = readPointer(id, at(structs.rdma_cm_id, 'qp'));
 
-// Off V8's heap (over 64 bytes), so their memory never moves: sends from the first page, receives into the second.
-const buffer = Buffer.alloc(8192);
+// Every Buffer the device or a verb writes into or reads from after this
+// point. Only the addresses are used on the hot path, and V8 collects a
+// module's variable that no function refers to once the module has run: the
+// registered buffer was freed while the device still wrote the replies into it
+// (glibc then aborted the process at exit). finish() lets go of them, after
+// the queue pair and the registration are gone.
+const nativeMemory: Buffer[] = [];
+/** `memory`, kept alive until finish(). Over 64 bytes, so off V8's heap, where it never moves. */
+function pinned(memory: Buffer): Buffer {
+  nativeMemory.push(memory);
+  return memory;
+}
+
+// Sends from the first page, receives into the second.
+const buffer = pinned(Buffer.alloc(8192));
 const bufferAddress = koffi.address(buffer) as bigint;
 const mr = need('ibv_reg_mr', libibverbs.ibv_reg_mr(pd, bufferAddress, buffer.byteLength, IBV_ACCESS_LOCAL_WRITE));
 const lkey = koffi.decode(mr, at(structs.ibv_mr, 'lkey'), 'uint32_t') as number;
 
 /** One work request and its one gather entry, encoded once in native memory; its address as a Number. */
 function prepared(struct: TypeObject, fields: Record<string, unknown>, sge: { addr: bigint; length: number }): Address {
-  const memory = Buffer.alloc(Math.max(128, struct.size + structs.ibv_sge.size));
+  const memory = pinned(Buffer.alloc(Math.max(128, struct.size + structs.ibv_sge.size)));
   const sgeAddress = koffi.address(memory) + BigInt(struct.size);
   koffi.encode(memory, struct.size, structs.ibv_sge, { ...sge, lkey });
   koffi.encode(memory, struct, { next: null, sg_list: sgeAddress, num_sge: 1, ...fields });
-  keep.push(memory);
   return toAddress(koffi.address(memory));
 }
-const keep: Buffer[] = [];
 const recvWr = prepared(structs.ibv_recv_wr, { wr_id: 1 }, { addr: bufferAddress + 4096n, length: 4096 });
 const sendWr = prepared(structs.ibv_send_wr, { wr_id: 2, opcode: IBV_WR_SEND, send_flags: 0 }, { addr: bufferAddress, length: size });
 const signaledSendWr = prepared(structs.ibv_send_wr, { wr_id: 2, opcode: IBV_WR_SEND, send_flags: IBV_SEND_SIGNALED }, { addr: bufferAddress, length: size });
-const badWr = Buffer.alloc(128);
+const badWr = pinned(Buffer.alloc(128));
 const badWrAddress = toAddress(koffi.address(badWr));
-const completions = Buffer.alloc(8 * structs.ibv_wc.size);
+const completions = pinned(Buffer.alloc(8 * structs.ibv_wc.size));
 const completionsAddress = toAddress(koffi.address(completions));
 const WC_SIZE = structs.ibv_wc.size;
 const WC_STATUS = at(structs.ibv_wc, 'status');
@@ -256,9 +268,12 @@ function finish(): void {
     const percentile = (p: number) => samples[Math.min(iters - 1, Math.max(0, Math.ceil(p * iters) - 1))]!;
     const round3 = (value: number) => Math.round(value * 1000) / 1000;
     console.log(JSON.stringify({
-      mode: armFirst ? 'raw-arm-first' : 'raw', size, iters, warmup,
+      mode: 'raw', order: armFirst ? 'arm-first' : 'drain-first', size, iters, warmup,
       p50_us: round3(percentile(0.5)), p99_us: round3(percentile(0.99)), p999_us: round3(percentile(0.999)),
     }));
   }
   librdmacm.rdma_disconnect(id);
+  librdmacm.rdma_destroy_qp(id);
+  libibverbs.ibv_dereg_mr(mr);
+  nativeMemory.length = 0;
 }

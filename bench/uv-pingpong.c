@@ -5,8 +5,8 @@
  * channel, sends on a CQ of their own, 1 in 16 signaled (src/bench/loops.ts's
  * shape).
  *
- *   uv-pingpong -s [-m uv|block|busy] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES]
- *   uv-pingpong    [-m uv|block|busy] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES] [-T] SERVER
+ *   uv-pingpong -s [-m uv|block|busy] [-D] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES]
+ *   uv-pingpong    [-m uv|block|busy] [-D] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] [-t PAGES] [-T] SERVER
  *
  * -m uv (default): the channel's fd is nonblocking and watched by a uv_poll_t,
  *    whose callback takes the event, acks, re-arms and drains, as rdmacm's
@@ -14,6 +14,9 @@
  *    `ib_send_lat -e` does. -m busy: polls the CQ without sleeping and hands
  *    libuv a turn (UV_RUN_NOWAIT) once every 1 ms slice, as rdmacm's
  *    busy-poll mode does.
+ * -D: each wake-up drains first and re-arms only once the CQ is empty, then
+ *    drains once more, in the safe API's order (and bench/events-raw.ts's
+ *    default); without it, C's: take the event, re-arm, drain.
  * -T (client, uv or busy): a 1 ms repeating uv timer beside the ping-pong, as
  *    `rdmacm bench lat --timer` runs one (src/bench/timer-probe.ts): how late
  *    each tick came, and for the ticks 2 ms late or more, how much of that
@@ -47,7 +50,7 @@ static struct ibv_comp_channel *channel;
 static struct ibv_qp *qp;
 static struct ibv_mr *mr;
 static char buffer[8192] __attribute__((aligned(4096))); /* sends from the first page, receives into the second */
-static int size = 2, iters = 1000, warmup = 1000, server, touch_pages;
+static int size = 2, iters = 1000, warmup = 1000, server, touch_pages, drain_first;
 static long sent, received, pending_signaled, wakes;
 static double *samples, *first_pass_ns, *second_pass_ns, start_ns;
 static volatile unsigned char *region;
@@ -164,7 +167,7 @@ static void touch_region(void) {
   (void)sum;
 }
 
-/* One wake-up of either mode: take the channel's event, ack it, re-arm, drain. 0 when the run is over. */
+/* One wake-up of either mode: take the channel's event, ack it, re-arm, drain (with -D: drain, re-arm, drain). 0 when the run is over. */
 static int wake(void) {
   struct ibv_cq *cq;
   void *context;
@@ -185,6 +188,7 @@ static int wake(void) {
     wakes++;
   }
   ibv_ack_cq_events(cq, 1);
+  if (drain_first && !drain()) return 0;
   if (ibv_req_notify_cq(recv_cq, 0)) die("ibv_req_notify_cq");
   return drain();
 }
@@ -242,9 +246,10 @@ static void set_up_queues(struct rdma_cm_id *id) {
 int main(int argc, char **argv) {
   const char *port = "7480", *mode = "uv";
   int option, with_timer = 0;
-  while ((option = getopt(argc, argv, "sm:p:n:w:z:t:T")) != -1) {
+  while ((option = getopt(argc, argv, "sDm:p:n:w:z:t:T")) != -1) {
     switch (option) {
       case 's': server = 1; break;
+      case 'D': drain_first = 1; break;
       case 'm': mode = optarg; break;
       case 'p': port = optarg; break;
       case 'n': iters = atoi(optarg); break;
@@ -312,8 +317,8 @@ int main(int argc, char **argv) {
 
   if (!server) {
     qsort(samples, iters, sizeof *samples, by_value);
-    printf("{\"mode\":\"%s\",\"size\":%d,\"iters\":%d,\"warmup\":%d,\"p50_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f", mode, size, iters,
-           warmup, percentile(samples, iters, 0.5), percentile(samples, iters, 0.99), percentile(samples, iters, 0.999));
+    printf("{\"mode\":\"%s\",\"order\":\"%s\",\"size\":%d,\"iters\":%d,\"warmup\":%d,\"p50_us\":%.3f,\"p99_us\":%.3f,\"p999_us\":%.3f", mode,
+           drain_first ? "drain-first" : "arm-first", size, iters, warmup, percentile(samples, iters, 0.5), percentile(samples, iters, 0.99), percentile(samples, iters, 0.999));
     if (touch_pages) {
       long n = wakes < MAX_WAKES ? wakes : MAX_WAKES;
       qsort(first_pass_ns, n, sizeof *first_pass_ns, by_value);
