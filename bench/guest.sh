@@ -149,6 +149,8 @@ for r in $(seq 1 "$REPS"); do
     # Events alone first, as the latency targets run: how near an event loop in C comes to ib_send_lat -e.
     say "lat 2 B in C on libuv (bench/uv-pingpong.c): events alone, then events and busy-poll with the timer, run $r"
     port=$((port + 1)); pair "$RAW/c-uvlat-alone-2-r$r.json" "$APP/uv-pingpong" -s -w 1000 -n $LAT_EV_N -p $port -- "$APP/uv-pingpong" -w 1000 -n $LAT_EV_N -p $port "$ADDR"
+    # Again in the safe API's order (drain, then re-arm), as bench/events-raw.ts runs below: Node's share at equal steps.
+    port=$((port + 1)); pair "$RAW/c-uvlat-drain-alone-2-r$r.json" "$APP/uv-pingpong" -D -s -w 1000 -n $LAT_EV_N -p $port -- "$APP/uv-pingpong" -D -w 1000 -n $LAT_EV_N -p $port "$ADDR"
     # Each with a 1 ms timer beside it, as the TS clients run one: what a C program on the same loop leaves to timers.
     port=$((port + 1)); pair "$RAW/c-uvlat-2-r$r.json" "$APP/uv-pingpong" -s -w 1000 -n $LAT_EV_N -p $port -- "$APP/uv-pingpong" -T -w 1000 -n $LAT_EV_N -p $port "$ADDR"
     port=$((port + 1)); pair "$RAW/c-uvbusy-2-r$r.json" "$APP/uv-pingpong" -s -m busy -w 1000 -n $LAT_SPINNING_N -p $port -- "$APP/uv-pingpong" -m busy -T -w 1000 -n $LAT_SPINNING_N -p $port "$ADDR"

@@ -262,6 +262,11 @@ function queuedShare(runs: Record<string, number>[]): number | null {
     const listener = collect(/^ts-lat-listener-events-2-r\d+\.json$/, json);
     row('  events p50 2 B (TS column) vs the raw layer (C column)', 'µs', pick(eventsAlone, 'p50_us'), pick(raw, 'p50_us'), '—', null, `${eventsAlone.length} TS, ${raw.length} raw`);
     row('  events, listener: p50 2 B (TS column) vs the raw layer (C column)', 'µs', pick(listener, 'p50_us'), pick(raw, 'p50_us'), '—', null, `${listener.length} TS, ${raw.length} raw`);
+    // C on libuv in the same order (uv-pingpong -D): what Node and koffi cost a wake-up at equal steps.
+    const uvDrain = collect(/^c-uvlat-drain-alone-2-r\d+\.json$/, json);
+    raw_.lat_uv_drain_alone_2 = uvDrain;
+    row('  the raw layer\'s p50 2 B (TS column) vs C on libuv in the same order (uv-pingpong -D)', 'µs', pick(raw, 'p50_us'), pick(uvDrain, 'p50_us'), '—', null, `${raw.length} raw, ${uvDrain.length} C on libuv`);
+    row('  C on libuv in that order: p50 2 B (TS column) vs ib_send_lat -e', 'µs', pick(uvDrain, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, `${uvDrain.length} C on libuv, ${c.length} C`);
   }
 }
 for (const size of [64, 65536]) {
