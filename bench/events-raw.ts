@@ -10,8 +10,6 @@
 //
 //   node dist/bench/events-raw.js -s [--arm-first] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE]
 //   node dist/bench/events-raw.js    [--arm-first] [-p PORT] [-n ITERS] [-w WARMUP] [-z SIZE] SERVER
-//
-// Either side pairs with uv-pingpong's too (same wire: RC sends of SIZE bytes).
 import { parseArgs } from 'node:util';
 import koffi, { type TypeObject } from 'koffi';
 import { contextOps, librdmacm, libibverbs, readPointer, structs, toAddress, IBV_ACCESS_LOCAL_WRITE, IBV_SEND_SIGNALED, IBV_WR_SEND, type Address, type Pointer } from '../src/raw.js';
@@ -100,11 +98,11 @@ check('rdma_create_qp', librdmacm.rdma_create_qp(id, pd, initAttr));
 const qp = readPointer(id, at(structs.rdma_cm_id, 'qp'));
 
 // Every Buffer the device or a verb writes into or reads from after this
-// point. Only the addresses are used on the hot path, and V8 collects a
-// module's variable that no function refers to once the module has run: the
-// registered buffer was freed while the device still wrote the replies into it
-// (glibc then aborted the process at exit). finish() lets go of them, after
-// the queue pair and the registration are gone.
+// point. Only the addresses are used on the hot path, and V8 may collect a
+// module's variable that no function refers to once the module has run: held
+// that way, the registered buffer was freed while the device still wrote
+// replies into it (glibc aborted the process at exit). finish() lets go of
+// them once the queue pair and the registration are gone.
 const nativeMemory: Buffer[] = [];
 /** `memory`, kept alive until finish(). Over 64 bytes, so off V8's heap, where it never moves. */
 function pinned(memory: Buffer): Buffer {
