@@ -210,10 +210,11 @@ function queuedShare(runs: Record<string, number>[]): number | null {
   if (ranWithTimer(spun)) row(`adaptive, spin ${spinUs} µs: 1 ms timer's p99 lateness beside it`, 'ms', pick(spun, 'timer_p99_ms'), null, '—', null, `${spun.length} TS`);
   // Events and adaptive with a completion listener instead of next() (as rdmacm/net takes completions): what
   // the modes cost without a promise and a completion object per receive. The targets stay on next()'s rows.
+  const listenerByWait: Record<string, Record<string, number>[]> = {};
   for (const [wait, reference] of [['events', 'ib_send_lat -e'], ['adaptive', 'ib_send_lat']] as const) {
     const t = collect(new RegExp(`^ts-lat-listener-${wait}-2-r\\d+\\.json$`), json);
     const versus = wait === 'events' ? c : cBusy;
-    raw_[`lat_listener_${wait}_2`] = t;
+    raw_[`lat_listener_${wait}_2`] = listenerByWait[wait] = t;
     const runs = `${t.length} TS, ${versus.length} C`;
     row(`${wait}, listener: lat p50 2 B (C: ${reference} t_typical)`, 'µs', pick(t, 'p50_us'), pick(versus, 't_typical[usec]'), '—', null, runs);
     row(`${wait}, listener: lat p99 2 B`, 'µs', pick(t, 'p99_us'), pick(versus, '99% percentile[usec]'), '—', null, runs);
@@ -229,6 +230,7 @@ function queuedShare(runs: Record<string, number>[]): number | null {
   row(`events on Node ${nextNodeVersion}: 1 ms timer's p99 lateness beside it`, 'ms', pick(next, 'timer_p99_ms'), null, 'none (< 2 ms)', (_r, ts) => ts < 2, `${next.length} TS`);
   // The same ping-pong in C on libuv (bench/uv-pingpong.c): what waiting on an event loop costs without Node.
   const events = tsByMode.events!;
+  const eventsAlone = aloneOr('ts-lat-alone-events-2', events);
   const uv = collect(/^c-uvlat-2-r\d+\.json$/, json);
   raw_.lat_uv_2 = uv;
   const uvRuns = `${events.length} TS, ${uv.length} C on libuv`;
@@ -241,7 +243,6 @@ function queuedShare(runs: Record<string, number>[]): number | null {
   const uvAlone = collect(/^c-uvlat-alone-2-r\d+\.json$/, json);
   if (uvAlone.length > 0) {
     raw_.lat_uv_alone_2 = uvAlone;
-    const eventsAlone = aloneOr('ts-lat-alone-events-2', events);
     const aloneRuns = `${eventsAlone.length} TS, ${uvAlone.length} C on libuv`;
     row('events: lat p50 2 B vs C on libuv, both alone', 'µs', pick(eventsAlone, 'p50_us'), pick(uvAlone, 'p50_us'), '—', null, aloneRuns);
     row('events: lat p99 2 B vs C on libuv, both alone', 'µs', pick(eventsAlone, 'p99_us'), pick(uvAlone, 'p99_us'), '—', null, aloneRuns);
@@ -258,8 +259,7 @@ function queuedShare(runs: Record<string, number>[]): number | null {
     const rawRuns = `${raw.length} raw, ${c.length} C`;
     row('events, raw layer only (no safe API): lat p50 2 B (C: ib_send_lat -e t_typical)', 'µs', pick(raw, 'p50_us'), pick(c, 't_typical[usec]'), '—', null, rawRuns);
     row('events, raw layer only: lat p99 2 B', 'µs', pick(raw, 'p99_us'), pick(c, '99% percentile[usec]'), '—', null, rawRuns);
-    const eventsAlone = aloneOr('ts-lat-alone-events-2', events);
-    const listener = collect(/^ts-lat-listener-events-2-r\d+\.json$/, json);
+    const listener = listenerByWait.events!;
     row('  events p50 2 B (TS column) vs the raw layer (C column)', 'µs', pick(eventsAlone, 'p50_us'), pick(raw, 'p50_us'), '—', null, `${eventsAlone.length} TS, ${raw.length} raw`);
     row('  events, listener: p50 2 B (TS column) vs the raw layer (C column)', 'µs', pick(listener, 'p50_us'), pick(raw, 'p50_us'), '—', null, `${listener.length} TS, ${raw.length} raw`);
     // C on libuv in the same order (uv-pingpong -D): what Node and koffi cost a wake-up at equal steps.
