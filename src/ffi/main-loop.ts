@@ -23,11 +23,11 @@ import type { Pointer } from './library.js';
  * drains them. Node 26 opens it only when a native immediate is queued (seen
  * in gdb, docs/performance-notes.md "Why Node 26 needs an immediate"), so
  * what such a callback settles waits for the next timer or I/O unless rdmacm
- * queues an immediate (fd-watcher.ts), which then also ends the turn
- * (prepare-hook.ts). Decided by version, not probed: a probe fooled by
- * another callback's drain would bring the stalls back. The host tier's
- * drain test checks the version rule on Node 20, 22, 24 and 26 (23 and 25
- * passed it too, 2026-12-07).
+ * queues an immediate: there a watch's read is one (fd-watcher.ts), and an
+ * immediate also ends the turn (prepare-hook.ts). Decided by version, not
+ * probed: a probe fooled by another callback's drain would bring the stalls
+ * back. The host tier's drain test checks the version rule on Node 20, 22,
+ * 24 and 26 (23 and 25 passed it too, 2026-12-07).
  */
 export const nodeDrainsAfterCallbacks = Number(process.versions.node.split('.')[0]) < 26;
 

@@ -100,18 +100,20 @@ test('process.exit() in a worker thread whose watch is running does not abort th
   assert.equal(runAlone([], supportScript('exit-in-worker.mjs'), 90_000), 'survived 20');
 });
 
-test('the main thread watches through libuv directly and a worker through koffi; in both, an error thrown by the callback or by a tick it queued reaches uncaughtException and the watch calls back again, and a tick that feeds an HTTP parser runs', { timeout: 60_000 }, () => {
+test('the main thread watches through libuv directly and a worker through koffi; in both, an error thrown by the callback or by a tick it queued reaches uncaughtException and the watch calls back again, a tick that feeds an HTTP parser runs, and so does a callback that feeds one itself past a throwing tick, without aborting Node', { timeout: 60_000 }, () => {
   const [main, worker] = runAlone([], supportScript('watch-kinds.mjs'), 30_000).split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
   const expected = {
-    first: 'first', second: 'second', third: 'third', fourth: 'fourth', body: 'body', calls: 4, uncaught: ['thrown by the first callback', 'thrown by a tick the second callback queued'],
+    first: 'first', second: 'second', third: 'third', fourth: 'fourth', body: 'body', fifth: 'fifth', fed: 'fed', calls: 5,
+    uncaught: ['thrown by the first callback', 'thrown by a tick the second callback queued', 'thrown by a tick queued before the callback fed a parser'],
   };
   assert.deepEqual(main, { kind: 'libuv', ...expected });
   assert.deepEqual(worker, { kind: 'koffi', ...expected });
 });
 
-test('what the callback queues (a nextTick, a promise it settles) runs right after it, not at the next timer: Node 26 drains neither after a koffi poll callback by itself', { timeout: 60_000 }, () => {
+test('the callback runs right after its fd is written, and what it queues (a nextTick, a promise it settles) right after it, not at the next timer: Node 26 drains neither after a libuv callback by itself', { timeout: 60_000 }, () => {
   // The built script under plain node: tsx's loader, in the child, drains the queues by itself.
-  const delays = JSON.parse(runAlone([], join(packageRoot(), 'dist/tests/support/callback-queues.js'), 30_000)) as { reaction: number; nextTick: number };
+  const delays = JSON.parse(runAlone([], join(packageRoot(), 'dist/tests/support/callback-queues.js'), 30_000)) as { callback: number; reaction: number; nextTick: number };
+  assert.ok(delays.callback > 0 && delays.callback < 1000, `the callback ran ${delays.callback.toFixed(1)} ms after the write`);
   assert.ok(delays.reaction < 1000, `the promise's reaction ran ${delays.reaction.toFixed(1)} ms after the callback`);
   assert.ok(delays.nextTick > 0 && delays.nextTick < 1000, `the nextTick ran ${delays.nextTick.toFixed(1)} ms after the callback`);
 });

@@ -2,7 +2,8 @@
 // callback queues a nextTick and settles a promise, with a 3 s timer the only
 // other thing on the loop (under node:test the runner's own I/O would drain the
 // queues), as on a channel that other operations still wait on. Prints how long
-// after the callback each ran, in ms, as JSON.
+// after the FIFO's write the callback ran (rdmacm queues it from libuv's), and
+// how long after the callback each of the two ran, in ms, as JSON.
 import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { Fifo } from './fifo.js';
 
@@ -19,12 +20,14 @@ const watcher = new FdWatcher(fifo.fd, () => {
   woken();
 });
 watcher.setInterest(true);
+let writtenAt = 0;
 await new Promise<void>((resolve) => {
   woken = resolve;
+  writtenAt = performance.now();
   fifo.write(1);
 });
 const continuedAt = performance.now();
 clearTimeout(timer);
 watcher.close();
 fifo.close();
-console.log(JSON.stringify({ reaction: continuedAt - calledAt, nextTick: tickAt - calledAt }));
+console.log(JSON.stringify({ callback: calledAt - writtenAt, reaction: continuedAt - calledAt, nextTick: tickAt - calledAt }));

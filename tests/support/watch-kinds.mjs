@@ -9,7 +9,11 @@
 // parser, which calls back through native MakeCallback, as an HTTP server on
 // an rdmacm/net socket does. Node 26 aborted in CI on that when rdmacm drained
 // the ticks outside a callback scope (reverted in c2a4d4c); with the async
-// hook on, either tick alone aborts that build here. Prints one JSON line per
+// hook on, either tick alone aborts that build here. Last, the callback feeds
+// a parser itself, with a tick queued that throws: when the callback ran
+// outside any scope, the parser's MakeCallback ran that tick under it, its
+// async id stayed on the stack, and Node aborted at the next scope's close
+// (Node 20 here at once; Node 26 in CI's device tier). Prints one JSON line per
 // thread: main's, then the worker's.
 import { createHook } from 'node:async_hooks';
 import { createServer } from 'node:http';
@@ -25,9 +29,8 @@ async function probe() {
   createHook({ init() {} }).enable();
   const uncaught = [];
   process.on('uncaughtException', (error) => uncaught.push(error.message));
-  // An HTTP server on a stream with no handle: its parser takes the bytes from 'data' events.
-  const connection = new Duplex({ read() {}, write: (_chunk, _encoding, callback) => callback() });
-  const requestBody = new Promise((resolve) => {
+  // HTTP servers on streams with no handle: their parsers take the bytes from 'data' events.
+  const serveOne = (connection) => new Promise((resolve) => {
     createServer((request, response) => {
       let body = '';
       request.setEncoding('utf8');
@@ -38,6 +41,10 @@ async function probe() {
       });
     }).emit('connection', connection);
   });
+  const connection = new Duplex({ read() {}, write: (_chunk, _encoding, callback) => callback() });
+  const requestBody = serveOne(connection);
+  const fedConnection = new Duplex({ read() {}, write: (_chunk, _encoding, callback) => callback() });
+  const fedBody = serveOne(fedConnection);
   let calls = 0;
   let wake = () => {};
   const watcher = new FdWatcher(fifo.fd, () => {
@@ -49,6 +56,12 @@ async function probe() {
       throw new Error('thrown by a tick the second callback queued');
     });
     if (calls === 4) process.nextTick(() => connection.push('POST / HTTP/1.1\r\nHost: rdmacm\r\nContent-Length: 4\r\n\r\nbody'));
+    if (calls === 5) {
+      process.nextTick(() => {
+        throw new Error('thrown by a tick queued before the callback fed a parser');
+      });
+      fedConnection.push('POST / HTTP/1.1\r\nHost: rdmacm\r\nContent-Length: 3\r\n\r\nfed');
+    }
   });
   watcher.setInterest(true);
   const bounded = (what) => new Promise((resolve) => {
@@ -71,9 +84,14 @@ async function probe() {
   fifo.write(1);
   const fourth = await woken;
   const body = await Promise.race([requestBody, new Promise((resolve) => setTimeout(() => resolve('no request within 5 s'), 5000).unref())]);
+  woken = bounded('fifth');
+  fifo.write(1);
+  const fifth = await woken;
+  const fed = await Promise.race([fedBody, new Promise((resolve) => setTimeout(() => resolve('no request within 5 s'), 5000).unref())]);
+  await new Promise((resolve) => setTimeout(resolve, 20));
   watcher.close();
   fifo.close();
-  return { kind: pollHandleKind(), first, second, third, fourth, body, calls, uncaught };
+  return { kind: pollHandleKind(), first, second, third, fourth, body, fifth, fed, calls, uncaught };
 }
 
 await printFromEachThread(new URL(import.meta.url), probe);

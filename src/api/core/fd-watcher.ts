@@ -9,7 +9,7 @@ import { libc, F_GETFL, F_SETFL, O_NONBLOCK, POLLIN } from '../../ffi/libc.js';
 import { RdmaError } from '../../ffi/errors.js';
 import { nodeDrainsAfterCallbacks } from '../../ffi/main-loop.js';
 import { openPollHandle, type PollHandle } from '../../ffi/poll-handle.js';
-import { atTurnEnd, throwInTick } from './turn-end.js';
+import { atTurnEnd } from './turn-end.js';
 
 /** Sets O_NONBLOCK on `fd` so reads report EAGAIN instead of blocking. */
 export function setNonBlocking(fd: number): void {
@@ -50,20 +50,6 @@ function stopWatchesOnExit(): void {
 /** Watchers created and not yet closed. */
 let openWatchers = 0;
 
-/**
- * Where Node leaves what a libuv callback settled undrained (Node 26), an
- * immediate, at most one per turn of the loop, ends the turn with Node's own
- * drain: without it an rdmacm/net refusal took 10-30 s to report. Its own,
- * not atTurnEnd's: queued at the wake-up, it usually runs ahead of the turn's
- * end tasks, and Node drains between immediates, so a waiter that waits again
- * does so before the watch's stop check, as on Node 20 (whose end tasks run
- * in the prepare hook, after the check phase).
- */
-let drainScheduled = false;
-const drained = (): void => {
-  drainScheduled = false;
-};
-
 export class FdWatcher {
   /** Watchers created and not yet closed (a leak check for tests). */
   static get open(): number {
@@ -82,9 +68,10 @@ export class FdWatcher {
   #stopCheckQueued = false;
 
   /**
-   * `onReadable` runs every time the fd is readable while setInterest(true)
-   * holds. Level-triggered: it must consume what made the fd readable, or it
-   * runs again at once.
+   * `onReadable` runs in each turn of the event loop in which libuv finds the
+   * fd readable while setInterest(true) holds, later in that turn than
+   * libuv's callback, under a callback scope (#polled). Level-triggered: it
+   * must consume what made the fd readable, or it runs again next turn.
    */
   constructor(readonly fd: number, private readonly onReadable: () => void) {
     openWatchers++;
@@ -121,18 +108,35 @@ export class FdWatcher {
    * device's event queue closed under it) libuv has stopped the watch, so it
    * is forgotten here: renewed interest starts it again. The owner reads the
    * fd either way, and its read reports the failure.
+   *
+   * The owner's read runs later in this turn, not here: koffi calls this
+   * outside any callback scope, where a native callback that the read reaches
+   * (an HTTP parser, TLS or HTTP/2 fed by a socket's 'data') opened the
+   * outermost scope and ran the tick queue at its close, under this
+   * JavaScript. A tick that threw there left its async id on Node's stack,
+   * and with an async hook on (node:test's, an APM's) Node aborted at the
+   * next scope's close (docs/performance-notes.md, "An abort, not an
+   * error"). Run later, the read is under a scope, as Node's own I/O
+   * callbacks are, and an error it throws reaches 'uncaughtException' as
+   * theirs do. Node 20 to 25 run a tick queued here in the check phase of
+   * this turn, at the close of the scope they open there every turn; Node 26
+   * opens none by itself (main-loop.ts), so the read is an immediate, in the
+   * same check phase, whose scope's close also runs what it settles.
    */
   readonly #polled = (status: number): void => {
     if (status < 0) started.delete(this);
-    if (!nodeDrainsAfterCallbacks && !drainScheduled) {
-      drainScheduled = true;
-      setImmediate(drained);
-    }
-    try {
-      this.onReadable();
-    } catch (error) {
-      throwInTick(error);
-    }
+    if (this.#readQueued) return;
+    this.#readQueued = true;
+    if (nodeDrainsAfterCallbacks) process.nextTick(this.#read);
+    else setImmediate(this.#read);
+  };
+
+  /** Whether #read is queued: libuv may report the fd again before it runs. */
+  #readQueued = false;
+
+  readonly #read = (): void => {
+    this.#readQueued = false;
+    if (!this.#closed) this.onReadable();
   };
 
   readonly #stopIfDue = (): void => {

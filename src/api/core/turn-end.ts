@@ -70,7 +70,7 @@ function runDue(): void {
  * any I/O callback does. Left in the callback, koffi would keep it pending,
  * silently, and call no JavaScript of that callback again.
  */
-export function throwInTick(error: unknown): void {
+function throwInTick(error: unknown): void {
   process.nextTick(() => {
     throw error;
   });

@@ -98,7 +98,7 @@ const endTurn = (): void => {
 };
 
 /**
- * The poll phase's own slice: wake-ups of many queues' channels in one turn
+ * The wake-ups' own slice: wake-ups of many queues' channels in one turn
  * count against it, apart from the turn's chains (so neither starves the
  * other). Opened by the first wake-up of a turn, closed at the turn's end.
  */
@@ -601,7 +601,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * watch, which would otherwise keep the process alive.
    */
   #channelReadable(): void {
-    // Many queues' wake-ups come in one poll phase. Past a slice of them the
+    // Many queues' wake-ups come in one turn. Past a slice of them the
     // event stays on the channel: libuv watches it level-triggered and calls
     // again next turn, after the timers; until then it costs a callback, not a read.
     const now = performance.now();
