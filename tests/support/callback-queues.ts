@@ -2,8 +2,8 @@
 // callback queues a nextTick and settles a promise, with a 3 s timer the only
 // other thing on the loop (under node:test the runner's own I/O would drain the
 // queues), as on a channel that other operations still wait on. Prints how long
-// after the FIFO's write the callback ran (rdmacm queues it from libuv's), and
-// how long after the callback each of the two ran, in ms, as JSON.
+// after the FIFO's write the callback ran (rdmacm runs it after libuv's own,
+// later in the turn), and how long after it each of the two ran, in ms, as JSON.
 import { FdWatcher } from '../../src/api/core/fd-watcher.js';
 import { Fifo } from './fifo.js';
 

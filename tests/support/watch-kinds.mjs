@@ -13,7 +13,7 @@
 // a parser itself, with a tick queued that throws: when the callback ran
 // outside any scope, the parser's MakeCallback ran that tick under it, its
 // async id stayed on the stack, and Node aborted at the next scope's close
-// (Node 20 here at once; Node 26 in CI's device tier). Prints one JSON line per
+// (Node 20 and 26 here at once, Node 26 in CI's device tier). Prints one JSON line per
 // thread: main's, then the worker's.
 import { createHook } from 'node:async_hooks';
 import { createServer } from 'node:http';
