@@ -18,9 +18,8 @@
 # device tier again (all but riostream's long default run, which the first pass
 # ran, and the files of the CLI's nc, the README, the examples, the REPL, the
 # bench's CLI and the argument refusals: RDMACM_TEST_EXCEPT; the load test's
-# cycles cut to 500 and the idle
-# sockets to 200), with the
-# harness's RDMACM_TEST_* variables unset, as on a user's own host (the tier
+# cycles cut to 500 and the idle sockets to 200), with the harness's
+# RDMACM_TEST_* variables unset, as on a user's own host (the tier
 # finds the device, its port and address by itself), with bound calls on
 # (RDMACM_BOUND_CALLS=1: they are opt-in, so the first pass ran the plain calls
 # users get by default), and on Node 26, the active LTS line (the official

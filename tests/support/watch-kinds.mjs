@@ -13,8 +13,8 @@
 // a parser itself, with a tick queued that throws: when the callback ran
 // outside any scope, the parser's MakeCallback ran that tick under it, its
 // async id stayed on the stack, and Node aborted at the next scope's close
-// (Node 20 and 26 here at once, Node 26 in CI's device tier). Prints one JSON line per
-// thread: main's, then the worker's.
+// (Node 20 and 26 here at once, Node 26 in CI's device tier). Prints one JSON
+// line per thread: main's, then the worker's.
 import { createHook } from 'node:async_hooks';
 import { createServer } from 'node:http';
 import { Duplex } from 'node:stream';
@@ -45,6 +45,7 @@ async function probe() {
   const requestBody = serveOne(connection);
   const fedConnection = new Duplex({ read() {}, write: (_chunk, _encoding, callback) => callback() });
   const fedBody = serveOne(fedConnection);
+  const requestWithin5s = (body) => Promise.race([body, new Promise((resolve) => setTimeout(() => resolve('no request within 5 s'), 5000).unref())]);
   let calls = 0;
   let wake = () => {};
   const watcher = new FdWatcher(fifo.fd, () => {
@@ -83,11 +84,11 @@ async function probe() {
   woken = bounded('fourth');
   fifo.write(1);
   const fourth = await woken;
-  const body = await Promise.race([requestBody, new Promise((resolve) => setTimeout(() => resolve('no request within 5 s'), 5000).unref())]);
+  const body = await requestWithin5s(requestBody);
   woken = bounded('fifth');
   fifo.write(1);
   const fifth = await woken;
-  const fed = await Promise.race([fedBody, new Promise((resolve) => setTimeout(() => resolve('no request within 5 s'), 5000).unref())]);
+  const fed = await requestWithin5s(fedBody);
   await new Promise((resolve) => setTimeout(resolve, 20));
   watcher.close();
   fifo.close();
