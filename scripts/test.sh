@@ -193,6 +193,11 @@ main() {
            node bin/rdmacm smoke &&
            exec node dist/tests/device/run.js' || status=1
         timed "device tier, rdma-core 56 guest, Node $NEXT_NODE"
+        # The guests run one after another: each keeps the host's two cores
+        # busy. This guest and the arm64 one side by side took 246 s here,
+        # where the clean-clone run before took 123 and 88 s for them one
+        # after the other (2026-12-07; the arm64 guest alone 84 s, beside
+        # the other 230).
         echo "== device tier, rdma-core 33 guest: smoke, connections and sockets (Debian 11's kernel 5.10 and rdma-core 33 over this host's glibc and Node)"
         # The files in which kernel 5.10's rxe did nothing unlike 6.1's; what it
         # did otherwise in four tests of the rest is in README, "Kernel 5.10 and
