@@ -45,7 +45,10 @@ async function probe() {
   const requestBody = serveOne(connection);
   const fedConnection = new Duplex({ read() {}, write: (_chunk, _encoding, callback) => callback() });
   const fedBody = serveOne(fedConnection);
-  const requestWithin5s = (body) => Promise.race([body, new Promise((resolve) => setTimeout(() => resolve('no request within 5 s'), 5000).unref())]);
+  // What `promise` gives, or `failure` after 5 s (a hang reports instead of holding the run).
+  const within5s = (promise, failure) => Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve(failure), 5000).unref())]);
+  const requestWithin5s = (body) => within5s(body, 'no request within 5 s');
+  const pause20ms = () => new Promise((resolve) => setTimeout(resolve, 20));
   let calls = 0;
   let wake = () => {};
   const watcher = new FdWatcher(fifo.fd, () => {
@@ -65,22 +68,19 @@ async function probe() {
     }
   });
   watcher.setInterest(true);
-  const bounded = (what) => new Promise((resolve) => {
-    wake = () => resolve(what);
-    setTimeout(() => resolve(`${what}: no callback within 5 s`), 5000).unref();
-  });
+  const bounded = (what) => within5s(new Promise((resolve) => (wake = () => resolve(what))), `${what}: no callback within 5 s`);
   let woken = bounded('first');
   fifo.write(1);
   const first = await woken;
-  await new Promise((resolve) => setTimeout(resolve, 20)); // the rethrow's tick, and a turn
+  await pause20ms(); // the rethrow's tick, and a turn
   woken = bounded('second');
   fifo.write(1);
   const second = await woken;
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await pause20ms();
   woken = bounded('third');
   fifo.write(1);
   const third = await woken;
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await pause20ms();
   woken = bounded('fourth');
   fifo.write(1);
   const fourth = await woken;
@@ -89,7 +89,7 @@ async function probe() {
   fifo.write(1);
   const fifth = await woken;
   const fed = await requestWithin5s(fedBody);
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await pause20ms();
   watcher.close();
   fifo.close();
   return { kind: pollHandleKind(), first, second, third, fourth, body, fifth, fed, calls, uncaught };
