@@ -108,6 +108,29 @@ test('waits that each find a completion at once: served in order, and their chai
   }
 });
 
+test('events mode: a wait that begins past its time slice with nothing ready sleeps at once, its channel watched', { timeout: 60_000 }, async () => {
+  const { pair } = await pairWithReceives(2, { sendWr: 4, recvWr: 4, inlineData: MESSAGE });
+  try {
+    const { client, server } = pair;
+    const cq = server.queuePair.recvCq;
+    cq.mode = 'events';
+    client.postSend(Buffer.from('first'), { inline: true, signaled: true });
+    assert.equal((await client.queuePair.nextSendCompletion()).status, 'SUCCESS');
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the connection's channels stop their watches
+    const watchingBefore = FdWatcher.watching;
+    assert.equal((await cq.next()).byteLen, 5, 'the first wait finds its completion at once, opening the turn\'s slice');
+    const spentAt = performance.now() + 3 * cq.timeSliceMs;
+    while (performance.now() < spentAt); // the code after it spends the slice
+    const second = cq.next();
+    second.catch(() => undefined); // awaited below; closing the pair rejects it if an assertion fails first
+    assert.equal(FdWatcher.watching, watchingBefore + 1, 'the wait armed the CQ and watches its channel in this turn, not a turn later');
+    client.postSend(Buffer.from('second'), { inline: true, signaled: false });
+    assert.equal((await second).byteLen, 6);
+  } finally {
+    await pair.hangUp();
+  }
+});
+
 test('busy-poll mode and the async iterator of completions', { timeout: 60_000 }, async () => {
   const { pair, inbox } = await pairWithReceives(8);
   const { client, server } = pair;
