@@ -172,7 +172,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
   #eventContextSlot: Buffer | undefined;
   #unackedEvents = 0;
   #waiters: Waiter[] = [];
-  /** A completion taken for the first waiter past the time slice, delivered a turn later (#waitPastSlice). */
+  /** A completion taken for a wait begun past the time slice, delivered a turn later (#serve's `pastSlice`). */
   #held: WorkCompletion | undefined;
   #spinning = false;
   /** Notification requested and its event not yet taken: the next completion raises one. */
@@ -513,7 +513,17 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
         // A chain of waits that each find a completion at once never returns
         // to the loop: its first wait of a turn starts the slice that bounds it.
         if (!inTurn) beginTurn(now);
-        else if (this.#sliceSpent(now)) return this.#waitPastSlice(now);
+        else if (this.#sliceSpent(now)) {
+          // Past the slice, which the code before this wait spent (a post whose
+          // system call ran rxe's work, say), what is ready goes a turn later.
+          // On events a wait with nothing ready arms and sleeps at once: a sleep
+          // hands the loop its turn too. Deferring it as well cost a turn, and
+          // most often a stop and restart of the channel's watch, in one wait in
+          // six to nine of an events ping-pong in the soft-RoCE guest
+          // (docs/performance-notes.md, "A wait past the time slice").
+          if (this.#mode === 'events') return this.#serve(now, true);
+          return this.#schedulePoll(false, now);
+        }
         this.#serve(now);
       }
     });
@@ -552,14 +562,21 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
    * With a microtask per poll, the receiving side of a 64 B stream read
    * 10-16 % fewer messages a second in the soft-RoCE guest (two sets'
    * medians, docs/performance-notes.md).
+   *
+   * `pastSlice` (a single wait begun past the time slice): a completion it
+   * finds is held for that waiter and delivered a turn later, first thing.
    */
-  #serve(now: number): void {
+  #serve(now: number, pastSlice = false): void {
     try {
       this.#deliverHeld();
       let taken = 0;
       let learned = false;
       while (this.#waiters.length > 0) {
         const count = this.poll(this.#waiters.length < BATCH ? this.#waiters.length : BATCH);
+        if (pastSlice && count > 0) {
+          this.#held = this.completionAt(0);
+          return this.#schedulePoll(false, now);
+        }
         for (let i = 0; i < count; i++) this.#deliver(this.completionAt(i));
         taken += count;
         if (count > 0) continue;
@@ -585,34 +602,7 @@ export class CompletionQueue extends Resource implements AsyncIterable<WorkCompl
     }
   }
 
-  /**
-   * A wait that begins past this turn's time slice, which the code before it
-   * spent (a post whose system call ran rxe's work, say). A completion ready
-   * now is delivered a turn later, so a chain of them still hands the loop
-   * its turn. On events, with none ready, the wait arms and sleeps at once:
-   * a sleep hands the loop its turn too. Deferring that sleep as well cost
-   * a turn of the loop, and most often a stop and restart of the channel's
-   * watch, in one wait in six to nine of an events ping-pong in the
-   * soft-RoCE guest (docs/performance-notes.md, "A wait past the time slice").
-   */
-  #waitPastSlice(now: number): void {
-    if (this.#mode === 'events') {
-      try {
-        let count = this.poll(1);
-        if (count === 0 && !this.#armed) {
-          this.#armNotify();
-          count = this.poll(1);
-        }
-        if (count === 0) return this.#eventWatcher().setInterest(true);
-        this.#held = this.completionAt(0);
-      } catch (error) {
-        return this.#failWaiters(error);
-      }
-    }
-    this.#schedulePoll(false, now);
-  }
-
-  /** The completion #waitPastSlice took goes to the first waiter, before any polled after it. */
+  /** The completion a wait past the slice took (#serve's `pastSlice`) goes to the first waiter, before any polled after it. */
   #deliverHeld(): void {
     const held = this.#held;
     if (held === undefined) return;
