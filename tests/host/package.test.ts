@@ -75,7 +75,8 @@ test('npm pack builds from an empty dist/ and ships only what users need', { tim
   assert.ok(files.includes('dist/src/index.js'), 'the tarball carries the built JS');
   assert.ok(files.includes('dist/src/index.d.ts'), 'the tarball carries the type declarations');
   assert.ok(files.includes('dist/src/cli/main.js'), 'the tarball carries the CLI');
-  assert.ok(files.includes('dist/cli/rdmacm.js'), 'and the CLI bundled in one file, which bin/rdmacm runs');
+  assert.ok(files.includes('dist/cli/rdmacm.js'), 'and the CLI bundled, whose entry bin/rdmacm runs');
+  assert.ok(files.some((f) => /^dist\/cli\/chunks\/devices-\w+\.js$/.test(f)), 'with a chunk for each command, loaded when it runs');
   assert.ok(files.includes('dist/src/bench/loops.js'), 'the tarball carries the loops `rdmacm bench` runs (src/bench)');
   assert.ok(!files.includes('dist/src/removed-module.js'), 'prepack builds from an empty dist/');
   assert.ok(files.includes('dist/src/net/index.js') && files.includes('dist/src/net/index.d.ts'), 'the tarball carries rdmacm/net');
@@ -83,7 +84,7 @@ test('npm pack builds from an empty dist/ and ships only what users need', { tim
   assert.ok(files.includes('scripts/setup-rxe.sh') && files.includes('scripts/rxe-vm.sh') && files.includes('scripts/vm-lib.sh'), 'the tarball carries the soft-RoCE scripts');
   assert.ok(files.includes('scripts/debian-packages.sh'), 'and what rxe-vm.sh --distro trixie fetches Debian 13 with');
   assert.ok(!files.some((f) => f.endsWith('.map')), 'no source maps whose sources are not published');
-  const allowed = /^(dist\/src\/|dist\/cli\/rdmacm\.js$|bin\/rdmacm$|scripts\/(setup-rxe|rxe-vm|vm-lib|debian-packages)\.sh$|README\.md$|LICENSE$|package\.json$)/;
+  const allowed = /^(dist\/src\/|dist\/cli\/(rdmacm|chunks\/[\w-]+)\.js$|bin\/rdmacm$|scripts\/(setup-rxe|rxe-vm|vm-lib|debian-packages)\.sh$|README\.md$|LICENSE$|package\.json$)/;
   assert.deepEqual(files.filter((f) => !allowed.test(f)), [], 'nothing else: no sources, tests, examples, benchmarks or docs');
 
   const manifest = JSON.parse(execFileSync('tar', ['-xOzf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>;
