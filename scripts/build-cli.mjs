@@ -1,10 +1,10 @@
 // Bundles the built CLI (dist/src/cli/main.js) with esbuild into dist/cli/:
 // the entry, rdmacm.js, which bin/rdmacm runs, and chunks/ that each command
-// loads when it runs. Start-up is what this is for: Node resolves a dozen
-// files where the modules are 170, and a command loads only the Node modules
-// it uses (`rdmacm devices` no REPL, vm or acorn), which counts in the
-// emulated guest, where each file is a 9p round trip and each builtin a
-// compile (docs/performance-notes.md, "The CLI's start-up").
+// loads when it runs. Start-up is what this is for: a command loads its own
+// chunk and the Node modules it uses (`rdmacm devices` no REPL, vm or acorn),
+// not every command's, which counts in the emulated guest, where each module
+// costs tens of milliseconds (docs/performance-notes.md, "The CLI's
+// start-up").
 import { build } from 'esbuild';
 
 /**
